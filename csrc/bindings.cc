@@ -1,0 +1,640 @@
+// pybind11 bindings: the only file that knows Python. Arguments are converted and checked
+// with the GIL held; every blocking or long core call then runs with the GIL released (safe
+// because the core keeps no Python object and no numpy pointer past the call, and the arrays
+// stay referenced by the caller's frame for the call's duration). A non-OK Status becomes
+// the psrt.errors class of its code.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "client.h"
+#include "kernels.h"
+#include "server.h"
+#include "wire.h"
+
+namespace py = pybind11;
+
+namespace psrt {
+namespace {
+
+[[noreturn]] void Raise(const Status& st) {
+  py::object errors = py::module_::import("psrt.errors");
+  py::object cls = errors.attr("exception_type_from_error_code")(static_cast<int>(st.code()));
+  py::object exc = cls(py::none(), py::none(), st.message());
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+  throw py::error_already_set();
+}
+
+void Check(const Status& st) {
+  if (!st.ok()) Raise(st);
+}
+
+DType ParseDType(const std::string& s) {
+  if (s == "float32") return DType::kFloat32;
+  if (s == "float64") return DType::kFloat64;
+  if (s == "int64") return DType::kInt64;
+  Raise(InvalidArgument("dtype " + s + " not supported; expected float32, float64 or int64"));
+}
+
+Optimizer ParseOptimizer(const std::string& s) {
+  if (s.empty() || s == "None") return Optimizer::kNone;
+  if (s == "GradientDescent") return Optimizer::kGradientDescent;
+  if (s == "Adagrad") return Optimizer::kAdagrad;
+  if (s == "Momentum") return Optimizer::kMomentum;
+  if (s == "Adam") return Optimizer::kAdam;
+  Raise(InvalidArgument("optimizer '" + s +
+                        "' not supported; expected GradientDescent, Adagrad, Momentum or Adam"));
+}
+
+DType ArrayDType(const py::array& a) {
+  if (a.dtype().is(py::dtype::of<float>())) return DType::kFloat32;
+  if (a.dtype().is(py::dtype::of<double>())) return DType::kFloat64;
+  if (a.dtype().is(py::dtype::of<int64_t>())) return DType::kInt64;
+  return DType::kInvalid;
+}
+
+std::string ShapeOf(const py::array& a) {
+  std::string s = "[";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? "," : "") + std::to_string(a.shape(i));
+  return s + "]";
+}
+
+std::string ShapeOf(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string DTypeStr(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+bool CContiguous(const py::array& a) {
+  return (a.flags() & py::array::c_style) != 0;
+}
+
+// Checks that `a` is a C-contiguous array of `dtype` with `shape`; InvalidArgument naming
+// the variable, the expected and the given dtype/shape otherwise.
+void CheckArray(const py::array& a, const std::string& what, const std::string& name,
+                DType dtype, const std::vector<int64_t>& shape, bool writable) {
+  bool shape_ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t i = 0; shape_ok && i < shape.size(); ++i) shape_ok = a.shape(i) == shape[i];
+  if (ArrayDType(a) != dtype || !shape_ok)
+    Raise(InvalidArgument(what + " for variable '" + name + "' must be " + DTypeName(dtype) +
+                          ShapeOf(shape) + "; got " + DTypeStr(a) + ShapeOf(a)));
+  if (!CContiguous(a))
+    Raise(InvalidArgument(what + " for variable '" + name +
+                          "' must be C-contiguous (use numpy.ascontiguousarray)"));
+  if (writable && !a.writeable())
+    Raise(InvalidArgument(what + " for variable '" + name + "' must be writable"));
+}
+
+// ---- Kernels ----------------------------------------------------------------------------
+
+KernelArgs MakeKernelArgs(const std::string& optimizer, DType dtype, double lr, double momentum,
+                          bool nesterov, double beta1, double beta2, double epsilon,
+                          double beta1_power, double beta2_power) {
+  KernelArgs a;
+  a.optimizer = ParseOptimizer(optimizer);
+  a.dtype = dtype;
+  a.learning_rate = lr;
+  a.momentum = momentum;
+  a.use_nesterov = nesterov;
+  a.beta1 = beta1;
+  a.beta2 = beta2;
+  a.epsilon = epsilon;
+  a.beta1_power = beta1_power;
+  a.beta2_power = beta2_power;
+  return a;
+}
+
+void CheckKernelArray(const py::array& a, const char* what, DType dtype, size_t n) {
+  if (ArrayDType(a) != dtype || !CContiguous(a) || static_cast<size_t>(a.size()) != n ||
+      !a.writeable())
+    Raise(InvalidArgument(std::string(what) + " must be a writable C-contiguous " +
+                          DTypeName(dtype) + " array of " + std::to_string(n) +
+                          " elements; got " + DTypeStr(a) + ShapeOf(a)));
+}
+
+void ApplyDensePy(const std::string& optimizer, py::array var, std::vector<py::array> slots,
+                  py::array grad, double lr, double momentum, bool nesterov, double beta1,
+                  double beta2, double epsilon, double beta1_power, double beta2_power) {
+  DType dt = ArrayDType(var);
+  if (dt != DType::kFloat32 && dt != DType::kFloat64)
+    Raise(InvalidArgument("var dtype " + DTypeStr(var) + " not supported; expected float32 or float64"));
+  size_t n = static_cast<size_t>(var.size());
+  CheckKernelArray(var, "var", dt, n);
+  KernelArgs a = MakeKernelArgs(optimizer, dt, lr, momentum, nesterov, beta1, beta2, epsilon,
+                                beta1_power, beta2_power);
+  if (static_cast<int>(slots.size()) != NumSlots(a.optimizer))
+    Raise(InvalidArgument(optimizer + " needs " + std::to_string(NumSlots(a.optimizer)) +
+                          " slots; got " + std::to_string(slots.size())));
+  void* sp[2] = {nullptr, nullptr};
+  for (size_t i = 0; i < slots.size(); ++i) {
+    CheckKernelArray(slots[i], "slot", dt, n);
+    sp[i] = slots[i].mutable_data();
+  }
+  if (ArrayDType(grad) != dt || !CContiguous(grad) || static_cast<size_t>(grad.size()) != n)
+    Raise(InvalidArgument("grad must be a C-contiguous " + std::string(DTypeName(dt)) +
+                          " array of " + std::to_string(n) + " elements; got " + DTypeStr(grad) +
+                          ShapeOf(grad)));
+  void* v = var.mutable_data();
+  const void* g = grad.data();
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = ApplyDense(a, v, sp, g, n);
+  }
+  Check(st);
+}
+
+void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::array> slots,
+                   py::array indices, py::array rows, double lr, double momentum, bool nesterov,
+                   double beta1, double beta2, double epsilon, double beta1_power,
+                   double beta2_power) {
+  DType dt = ArrayDType(var);
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || var.ndim() < 1)
+    Raise(InvalidArgument("var must be a float32 or float64 array of rank >= 1; got " +
+                          DTypeStr(var) + ShapeOf(var)));
+  size_t n = static_cast<size_t>(var.size());
+  size_t num_rows = static_cast<size_t>(var.shape(0));
+  size_t width = num_rows ? n / num_rows : 0;
+  CheckKernelArray(var, "var", dt, n);
+  KernelArgs a = MakeKernelArgs(optimizer, dt, lr, momentum, nesterov, beta1, beta2, epsilon,
+                                beta1_power, beta2_power);
+  if (static_cast<int>(slots.size()) != NumSlots(a.optimizer))
+    Raise(InvalidArgument(optimizer + " needs " + std::to_string(NumSlots(a.optimizer)) +
+                          " slots; got " + std::to_string(slots.size())));
+  void* sp[2] = {nullptr, nullptr};
+  for (size_t i = 0; i < slots.size(); ++i) {
+    CheckKernelArray(slots[i], "slot", dt, n);
+    sp[i] = slots[i].mutable_data();
+  }
+  if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
+    Raise(InvalidArgument("indices must be a 1-D C-contiguous int64 array; got " +
+                          DTypeStr(indices) + ShapeOf(indices)));
+  size_t k = static_cast<size_t>(indices.size());
+  if (ArrayDType(rows) != dt || !CContiguous(rows) || static_cast<size_t>(rows.size()) != k * width)
+    Raise(InvalidArgument("rows must be a C-contiguous " + std::string(DTypeName(dt)) +
+                          " array of " + std::to_string(k) + " x " + std::to_string(width) +
+                          " elements; got " + DTypeStr(rows) + ShapeOf(rows)));
+  void* v = var.mutable_data();
+  const auto* idx = static_cast<const int64_t*>(indices.data());
+  const void* r = rows.data();
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = ApplySparse(a, v, sp, num_rows, width, idx, k, r);
+  }
+  Check(st);
+}
+
+// ---- Server -----------------------------------------------------------------------------
+
+class PyServer {
+ public:
+  PyServer(const std::string& host, int port, const std::string& job, int task,
+           uint64_t max_payload) {
+    ServerOptions o;
+    o.host = host;
+    o.port = port;
+    o.job = job;
+    o.task = task;
+    o.max_payload = max_payload;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = Server::Create(o, &server_);
+    }
+    Check(st);
+  }
+  int port() const { return server_->port(); }
+  int64_t incarnation() const { return server_->incarnation(); }
+  void stop() {
+    py::gil_scoped_release release;
+    server_->Stop();
+  }
+  bool wait(double timeout_s) {
+    py::gil_scoped_release release;
+    return server_->Wait(timeout_s);
+  }
+  bool stopped() const { return server_->stopped(); }
+  std::vector<std::pair<std::string, int>> done_workers() const { return server_->DoneWorkers(); }
+  int num_connections() const { return server_->NumConnections(); }
+  size_t num_variables() const { return server_->store()->size(); }
+
+ private:
+  std::unique_ptr<Server> server_;
+};
+
+// ---- Client -----------------------------------------------------------------------------
+
+class PyClient {
+ public:
+  PyClient(const std::string& job, int task) : client_(job, task) {}
+
+  void connect(int shard, const std::string& address, double timeout_s) {
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> l(mu_);
+      st = client_.Connect(shard, address, timeout_s);
+    }
+    Check(st);
+  }
+
+  // specs: (shard, name, dtype, shape, optimizer, hyper-parameters dict, init or None)
+  std::vector<std::pair<int, bool>> register_vars(const py::list& specs) {
+    std::vector<VarSpec> vs;
+    std::vector<int> shards;
+    std::vector<const void*> inits;
+    std::vector<py::array> keep;
+    for (py::handle item : specs) {
+      auto t = item.cast<py::tuple>();
+      if (t.size() != 7)
+        Raise(InvalidArgument("register entry must be (shard, name, dtype, shape, optimizer, "
+                              "params, init)"));
+      VarSpec s;
+      int shard = t[0].cast<int>();
+      s.name = t[1].cast<std::string>();
+      s.dtype = ParseDType(t[2].cast<std::string>());
+      s.shape = t[3].cast<std::vector<int64_t>>();
+      s.optimizer = ParseOptimizer(t[4].cast<std::string>());
+      py::dict p = t[5].cast<py::dict>();
+      auto get = [&](const char* k, double d) {
+        return p.contains(k) ? p[k].cast<double>() : d;
+      };
+      s.learning_rate = get("learning_rate", 0.0);
+      s.momentum = get("momentum", 0.0);
+      s.beta1 = get("beta1", 0.9);
+      s.beta2 = get("beta2", 0.999);
+      s.epsilon = get("epsilon", 1e-8);
+      s.slot_init = get("slot_init", 0.0);
+      s.use_locking = get("use_locking", 0.0) != 0.0;
+      s.use_nesterov = get("use_nesterov", 0.0) != 0.0;
+      const void* init = nullptr;
+      if (!t[6].is_none()) {
+        py::array a = t[6].cast<py::array>();
+        CheckArray(a, "initial value", s.name, s.dtype, s.shape, false);
+        keep.push_back(a);
+        init = a.data();
+      }
+      vs.push_back(std::move(s));
+      shards.push_back(shard);
+      inits.push_back(init);
+    }
+    std::vector<int> handles;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> l(mu_);
+      st = client_.Register(vs, shards, inits, &handles);
+    }
+    Check(st);
+    std::vector<std::pair<int, bool>> out;
+    for (int h : handles) out.emplace_back(h, client_.var(h).initialized);
+    return out;
+  }
+
+  const RemoteVar& Var(int h) const {
+    if (h < 0 || h >= client_.num_vars())
+      Raise(InvalidArgument("unknown variable handle " + std::to_string(h)));
+    return client_.var(h);
+  }
+
+  Call MakeCall(Op op, const RemoteVar& v) const {
+    Call c;
+    c.op = op;
+    c.shard = v.shard;
+    c.var_id = v.id;
+    c.dtype = v.spec.dtype;
+    return c;
+  }
+
+  Status RunLocked(std::vector<Call>* calls) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> l(mu_);
+    return client_.Run(calls, client_.timeout());
+  }
+
+  void pull(const std::vector<int>& handles, const std::vector<py::array>& outs, int slot) {
+    if (handles.size() != outs.size())
+      Raise(InvalidArgument("pull: " + std::to_string(handles.size()) + " variables but " +
+                            std::to_string(outs.size()) + " output arrays"));
+    std::vector<Call> calls;
+    calls.reserve(handles.size());
+    for (size_t i = 0; i < handles.size(); ++i) {
+      const RemoteVar& v = Var(handles[i]);
+      CheckArray(outs[i], "pull output", v.spec.name, v.spec.dtype, v.spec.shape, true);
+      Call c = MakeCall(Op::kPull, v);
+      c.slot = static_cast<uint8_t>(slot);
+      c.recv = const_cast<void*>(outs[i].data());
+      c.recv_len = v.nbytes;
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+  }
+
+  // Pushes dense gradients and, when step_handle >= 0, increments that int64 variable by
+  // step_delta in the same batch. Returns the new step (or -1).
+  int64_t push(const std::vector<int>& handles, const std::vector<py::array>& grads,
+               std::optional<double> lr, int step_handle, int64_t step_delta,
+               std::optional<std::vector<py::array>> return_values) {
+    if (handles.size() != grads.size())
+      Raise(InvalidArgument("push: " + std::to_string(handles.size()) + " variables but " +
+                            std::to_string(grads.size()) + " gradients"));
+    if (return_values && return_values->size() != handles.size())
+      Raise(InvalidArgument("push: return_values must have one array per variable"));
+    std::vector<Call> calls;
+    calls.reserve(handles.size() + 1);
+    for (size_t i = 0; i < handles.size(); ++i) {
+      const RemoteVar& v = Var(handles[i]);
+      CheckArray(grads[i], "gradient", v.spec.name, v.spec.dtype, v.spec.shape, false);
+      Call c = MakeCall(Op::kPush, v);
+      c.send[0] = grads[i].data();
+      c.send_len[0] = v.nbytes;
+      if (lr) {
+        c.flags |= kFlagHasLr;
+        c.arg0 = *lr;
+      }
+      if (return_values) {
+        CheckArray((*return_values)[i], "return value", v.spec.name, v.spec.dtype, v.spec.shape,
+                   true);
+        c.flags |= kFlagReturnValue;
+        c.recv = const_cast<void*>((*return_values)[i].data());
+        c.recv_len = v.nbytes;
+      }
+      calls.push_back(std::move(c));
+    }
+    if (step_handle >= 0) {
+      Call c = MakeCall(Op::kStepIncrement, Var(step_handle));
+      c.step = step_delta;
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+    return step_handle >= 0 ? calls.back().step_out : -1;
+  }
+
+  int64_t push_sparse(int handle, py::array indices, py::array rows, std::optional<double> lr,
+                      int step_handle, int64_t step_delta) {
+    const RemoteVar& v = Var(handle);
+    if (v.spec.shape.empty())
+      Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
+    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
+      Raise(InvalidArgument("indices for variable '" + v.spec.name +
+                            "' must be a 1-D C-contiguous int64 array; got " +
+                            DTypeStr(indices) + ShapeOf(indices)));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = indices.size();
+    CheckArray(rows, "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
+    Call c = MakeCall(Op::kPush, v);
+    c.flags |= kFlagSparse;
+    c.count = static_cast<uint32_t>(indices.size());
+    c.send[0] = indices.data();
+    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
+    c.send[1] = rows.data();
+    c.send_len[1] = static_cast<size_t>(rows.nbytes());
+    if (lr) {
+      c.flags |= kFlagHasLr;
+      c.arg0 = *lr;
+    }
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    if (step_handle >= 0) {
+      Call s = MakeCall(Op::kStepIncrement, Var(step_handle));
+      s.step = step_delta;
+      calls.push_back(std::move(s));
+    }
+    Check(RunLocked(&calls));
+    return step_handle >= 0 ? calls.back().step_out : -1;
+  }
+
+  void pull_rows(int handle, py::array indices, py::array out) {
+    const RemoteVar& v = Var(handle);
+    if (v.spec.shape.empty())
+      Raise(InvalidArgument("row pull from scalar variable '" + v.spec.name + "'"));
+    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
+      Raise(InvalidArgument("indices for variable '" + v.spec.name +
+                            "' must be a 1-D C-contiguous int64 array; got " +
+                            DTypeStr(indices) + ShapeOf(indices)));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = indices.size();
+    CheckArray(out, "row output", v.spec.name, v.spec.dtype, row_shape, true);
+    Call c = MakeCall(Op::kPull, v);
+    c.flags |= kFlagSparse;
+    c.count = static_cast<uint32_t>(indices.size());
+    c.send[0] = indices.data();
+    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
+    c.recv = const_cast<void*>(out.data());
+    c.recv_len = static_cast<size_t>(out.nbytes());
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+  }
+
+  void assign(const std::vector<int>& handles, const std::vector<py::array>& values, int slot,
+              bool add) {
+    if (handles.size() != values.size())
+      Raise(InvalidArgument("assign: " + std::to_string(handles.size()) + " variables but " +
+                            std::to_string(values.size()) + " values"));
+    std::vector<Call> calls;
+    for (size_t i = 0; i < handles.size(); ++i) {
+      const RemoteVar& v = Var(handles[i]);
+      Call c = MakeCall(add ? Op::kAssignAdd : Op::kAssign, v);
+      c.slot = static_cast<uint8_t>(slot);
+      if (slot == kOptimizerStateSlot) {
+        CheckArray(values[i], "optimizer state", v.spec.name, DType::kFloat64, {2}, false);
+        c.dtype = v.spec.dtype;
+        c.send_len[0] = 16;
+      } else {
+        CheckArray(values[i], "value", v.spec.name, v.spec.dtype, v.spec.shape, false);
+        c.send_len[0] = v.nbytes;
+      }
+      c.send[0] = values[i].data();
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+  }
+
+  int64_t step(int handle, int64_t delta, bool increment) {
+    Call c = MakeCall(increment ? Op::kStepIncrement : Op::kStepRead, Var(handle));
+    c.step = delta;
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+    return calls[0].step_out;
+  }
+
+  std::vector<bool> is_initialized(const std::vector<int>& handles) {
+    std::vector<Call> calls;
+    for (int h : handles) calls.push_back(MakeCall(Op::kIsInitialized, Var(h)));
+    Check(RunLocked(&calls));
+    std::vector<bool> out;
+    for (auto& c : calls) out.push_back((c.flags_out & kFlagInitialized) != 0);
+    return out;
+  }
+
+  py::list list_variables(int shard) {
+    Call c;
+    c.op = Op::kList;
+    c.shard = shard;
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+    py::list out;
+    const auto& b = calls[0].recv_vec;
+    Reader r(b.data(), b.size());
+    while (r.remaining() > 0) {
+      uint32_t id;
+      uint8_t dt, init, opt, rank;
+      if (!r.Get(&id) || !r.Get(&dt) || !r.Get(&init) || !r.Get(&opt) || !r.Get(&rank))
+        Raise(Status(Code::kDataLoss, "truncated LIST reply"));
+      py::list shape;
+      for (int i = 0; i < rank; ++i) {
+        int64_t d;
+        if (!r.Get(&d)) Raise(Status(Code::kDataLoss, "truncated LIST reply"));
+        shape.append(d);
+      }
+      std::string name;
+      if (!r.GetString(&name, kMaxNameLength)) Raise(Status(Code::kDataLoss, "truncated LIST reply"));
+      py::dict d;
+      d["id"] = id;
+      d["name"] = name;
+      d["dtype"] = DTypeName(static_cast<DType>(dt));
+      d["shape"] = py::tuple(shape);
+      d["initialized"] = init != 0;
+      d["optimizer"] = OptimizerName(static_cast<Optimizer>(opt <= kMaxOptimizer ? opt : 0));
+      out.append(d);
+    }
+    return out;
+  }
+
+  void ping(const std::vector<int>& shards) {
+    std::vector<Call> calls;
+    for (int s : shards) {
+      Call c;
+      c.op = Op::kPing;
+      c.shard = s;
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+  }
+
+  void worker_done(const std::string& job, int task) {
+    std::vector<Call> calls;
+    for (int s = 0; s < client_.num_shards(); ++s) {
+      Call c;
+      c.op = Op::kWorkerDone;
+      c.shard = s;
+      c.var_id = static_cast<uint32_t>(task);
+      c.send[0] = job.data();
+      c.send_len[0] = job.size();
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+  }
+
+  py::tuple var_info(int handle) const {
+    const RemoteVar& v = Var(handle);
+    return py::make_tuple(v.shard, v.id, v.spec.name, DTypeName(v.spec.dtype),
+                          py::tuple(py::cast(v.spec.shape)));
+  }
+
+  void close() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> l(mu_);
+    client_.Close();
+  }
+
+  int num_shards() const { return client_.num_shards(); }
+  std::string shard_name(int s) const { return client_.ShardName(s); }
+  int64_t incarnation(int s) const { return client_.Incarnation(s); }
+  double timeout() const { return client_.timeout(); }
+  void set_timeout(double t) { client_.set_timeout(t); }
+
+ private:
+  Client client_;
+  std::mutex mu_;  // one batch at a time; taken only with the GIL released
+};
+
+}  // namespace
+}  // namespace psrt
+
+PYBIND11_MODULE(_core, m) {
+  using namespace psrt;
+  m.doc() = "psrt's C++ core: wire protocol, TCP transport, variable store, fused kernels.";
+  m.attr("WIRE_VERSION") = kWireVersion;
+  m.attr("HEADER_SIZE") = kHeaderSize;
+  m.attr("DEFAULT_MAX_PAYLOAD") = kDefaultMaxPayload;
+  m.attr("OPTIMIZER_STATE_SLOT") = kOptimizerStateSlot;
+
+  m.def("compiled_kernel_targets", &CompiledKernelTargets);
+  m.def("kernel_targets", &SupportedKernelTargets);
+  m.def("kernel_target", &ActiveKernelTarget);
+  m.def("set_kernel_target", [](const std::string& name) { Check(SetKernelTarget(name)); },
+        py::arg("name"));
+  m.def("apply_dense", &ApplyDensePy, py::arg("optimizer"), py::arg("var"), py::arg("slots"),
+        py::arg("grad"), py::kw_only(), py::arg("learning_rate"), py::arg("momentum") = 0.0,
+        py::arg("use_nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
+        py::arg("epsilon") = 1e-8, py::arg("beta1_power") = 0.0, py::arg("beta2_power") = 0.0);
+  m.def("apply_sparse", &ApplySparsePy, py::arg("optimizer"), py::arg("var"), py::arg("slots"),
+        py::arg("indices"), py::arg("rows"), py::kw_only(), py::arg("learning_rate"),
+        py::arg("momentum") = 0.0, py::arg("use_nesterov") = false, py::arg("beta1") = 0.9,
+        py::arg("beta2") = 0.999, py::arg("epsilon") = 1e-8, py::arg("beta1_power") = 0.0,
+        py::arg("beta2_power") = 0.0);
+  m.def("slot_names", [](const std::string& optimizer) {
+    Optimizer o = ParseOptimizer(optimizer);
+    std::vector<std::string> out;
+    for (int i = 0; i < NumSlots(o); ++i) out.push_back(SlotName(o, i));
+    return out;
+  }, py::arg("optimizer"));
+
+  py::class_<PyServer>(m, "Server")
+      .def(py::init<const std::string&, int, const std::string&, int, uint64_t>(),
+           py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
+           py::arg("max_payload") = kDefaultMaxPayload)
+      .def_property_readonly("port", &PyServer::port)
+      .def_property_readonly("incarnation", &PyServer::incarnation)
+      .def_property_readonly("stopped", &PyServer::stopped)
+      .def("stop", &PyServer::stop)
+      .def("wait", &PyServer::wait, py::arg("timeout"))
+      .def("done_workers", &PyServer::done_workers)
+      .def("num_connections", &PyServer::num_connections)
+      .def("num_variables", &PyServer::num_variables);
+
+  py::class_<PyClient>(m, "Client")
+      .def(py::init<const std::string&, int>(), py::arg("job"), py::arg("task"))
+      .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
+           py::arg("timeout"))
+      .def_property_readonly("num_shards", &PyClient::num_shards)
+      .def("shard_name", &PyClient::shard_name)
+      .def("incarnation", &PyClient::incarnation)
+      .def_property("timeout", &PyClient::timeout, &PyClient::set_timeout)
+      .def("register", &PyClient::register_vars, py::arg("specs"))
+      .def("var_info", &PyClient::var_info, py::arg("handle"))
+      .def("pull", &PyClient::pull, py::arg("handles"), py::arg("outs"), py::arg("slot") = 0)
+      .def("push", &PyClient::push, py::arg("handles"), py::arg("grads"),
+           py::arg("learning_rate") = py::none(), py::arg("step_handle") = -1,
+           py::arg("step_delta") = 1, py::arg("return_values") = py::none())
+      .def("push_sparse", &PyClient::push_sparse, py::arg("handle"), py::arg("indices"),
+           py::arg("rows"), py::arg("learning_rate") = py::none(), py::arg("step_handle") = -1,
+           py::arg("step_delta") = 1)
+      .def("pull_rows", &PyClient::pull_rows, py::arg("handle"), py::arg("indices"),
+           py::arg("out"))
+      .def("assign", [](PyClient& c, const std::vector<int>& h, const std::vector<py::array>& v,
+                        int slot) { c.assign(h, v, slot, false); },
+           py::arg("handles"), py::arg("values"), py::arg("slot") = 0)
+      .def("assign_add", [](PyClient& c, const std::vector<int>& h,
+                            const std::vector<py::array>& v) { c.assign(h, v, 0, true); },
+           py::arg("handles"), py::arg("values"))
+      .def("step_read", [](PyClient& c, int h) { return c.step(h, 0, false); }, py::arg("handle"))
+      .def("step_increment", [](PyClient& c, int h, int64_t d) { return c.step(h, d, true); },
+           py::arg("handle"), py::arg("delta") = 1)
+      .def("is_initialized", &PyClient::is_initialized, py::arg("handles"))
+      .def("list_variables", &PyClient::list_variables, py::arg("shard"))
+      .def("ping", &PyClient::ping, py::arg("shards"))
+      .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
+      .def("close", &PyClient::close);
+}

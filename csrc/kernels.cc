@@ -1,0 +1,447 @@
+// Optimizer names and slots, run-time choice of the kernel target, argument checks, threading of
+// large dense updates and the duplicate-summing of sparse updates. The loops themselves are in
+// kernels_impl.cc, one copy per target.
+#include "kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#ifndef PSRT_HAVE_KERNEL_BASELINE
+#error "build kernels.cc with -DPSRT_HAVE_KERNEL_BASELINE=1 and kernels_impl.cc per target (CMakeLists.txt)"
+#endif
+
+namespace psrt {
+
+using kernel_detail::KernelScalars;
+using kernel_detail::KernelTable;
+
+int NumSlots(Optimizer opt) {
+  switch (opt) {
+    case Optimizer::kAdagrad:
+    case Optimizer::kMomentum:
+      return 1;
+    case Optimizer::kAdam:
+      return 2;
+    case Optimizer::kNone:
+    case Optimizer::kGradientDescent:
+      return 0;
+  }
+  return 0;
+}
+
+const char* SlotName(Optimizer opt, int slot) {
+  switch (opt) {
+    case Optimizer::kAdagrad:
+      return slot == 0 ? "Adagrad" : "";
+    case Optimizer::kMomentum:
+      return slot == 0 ? "Momentum" : "";
+    case Optimizer::kAdam:
+      return slot == 0 ? "Adam" : slot == 1 ? "Adam_1" : "";
+    case Optimizer::kNone:
+    case Optimizer::kGradientDescent:
+      return "";
+  }
+  return "";
+}
+
+const char* OptimizerName(Optimizer opt) {
+  switch (opt) {
+    case Optimizer::kNone: return "None";
+    case Optimizer::kGradientDescent: return "GradientDescent";
+    case Optimizer::kAdagrad: return "Adagrad";
+    case Optimizer::kMomentum: return "Momentum";
+    case Optimizer::kAdam: return "Adam";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// ---- Targets --------------------------------------------------------------------------------
+
+struct Target {
+  const char* name;
+  const KernelTable& (*table)();
+  bool (*supported)();
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+// __builtin_cpu_supports also checks that the OS saves the wide registers (XGETBV), so a
+// supported target is one that can run. The avx512 copy is compiled with F+VL+BW+DQ and the
+// avx2 copy with FMA, so each needs all of its flags.
+bool CpuHasAvx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+bool CpuHasAvx512() {
+  __builtin_cpu_init();
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq");
+}
+#endif
+bool Always() { return true; }
+
+// Preference order: best first.
+const Target kTargets[] = {
+#if PSRT_HAVE_KERNEL_AVX512
+    {"avx512", &avx512::GetKernelTable, &CpuHasAvx512},
+#endif
+#if PSRT_HAVE_KERNEL_AVX2
+    {"avx2", &avx2::GetKernelTable, &CpuHasAvx2},
+#endif
+    {"baseline", &baseline::GetKernelTable, &Always},
+};
+
+const Target* FindTarget(const std::string& name) {
+  for (const Target& t : kTargets) {
+    if (name == t.name) return &t;
+  }
+  return nullptr;
+}
+
+const Target* BestTarget() {
+  for (const Target& t : kTargets) {
+    if (t.supported()) return &t;
+  }
+  return &kTargets[sizeof(kTargets) / sizeof(kTargets[0]) - 1];  // baseline
+}
+
+std::string JoinSupported() {
+  std::string out;
+  for (const Target& t : kTargets) {
+    if (!t.supported()) continue;
+    if (!out.empty()) out += ", ";
+    out += t.name;
+  }
+  return out;
+}
+
+// Why `name` cannot be used, or OK.
+Status CheckTargetName(const std::string& name, const Target** out) {
+  const Target* t = FindTarget(name);
+  if (t == nullptr) {
+    return InvalidArgument("unknown kernel target '" + name + "'; supported on this CPU: " +
+                           JoinSupported());
+  }
+  if (!t->supported()) {
+    return InvalidArgument("kernel target '" + name + "' is not supported by this CPU; " +
+                           "supported on this CPU: " + JoinSupported());
+  }
+  *out = t;
+  return Status::Ok();
+}
+
+// The environment variable is read once, at first use, so tests and benchmarks can force a
+// target for a whole process. A bad value must not stop training: it falls back to the best
+// target and says so once on stderr.
+const Target* InitialTarget() {
+  const char* env = std::getenv("PSRT_KERNEL_TARGET");
+  if (env == nullptr || *env == '\0') return BestTarget();
+  const Target* t = nullptr;
+  Status st = CheckTargetName(env, &t);
+  if (st.ok()) return t;
+  std::fprintf(stderr, "psrt: PSRT_KERNEL_TARGET: %s; using '%s'\n", st.message().c_str(),
+               BestTarget()->name);
+  return BestTarget();
+}
+
+// Function-local static: initialized once, thread-safely, on first use. Atomic because
+// SetKernelTarget may run while server threads apply updates.
+std::atomic<const Target*>& ActiveSlot() {
+  static std::atomic<const Target*> active{InitialTarget()};
+  return active;
+}
+
+const KernelTable& ActiveTable() {
+  return ActiveSlot().load(std::memory_order_acquire)->table();
+}
+
+// ---- Argument checks --------------------------------------------------------------------------
+
+Status CheckOptimizer(const KernelArgs& args, const char* what) {
+  if (args.optimizer == Optimizer::kNone ||
+      static_cast<uint8_t>(args.optimizer) > kMaxOptimizer) {
+    return InvalidArgument(std::string(what) + ": unknown optimizer code " +
+                           std::to_string(static_cast<int>(args.optimizer)) +
+                           "; expected GradientDescent, Adagrad, Momentum or Adam");
+  }
+  if (args.dtype != DType::kFloat32 && args.dtype != DType::kFloat64) {
+    return InvalidArgument(std::string(what) + ": dtype " + DTypeName(args.dtype) +
+                           " not supported by optimizer " + OptimizerName(args.optimizer) +
+                           "; expected float32 or float64");
+  }
+  return Status::Ok();
+}
+
+// Callers pass buffers they own, so a null one is a bug upstream; it is still an error, not
+// a crash in a server thread.
+Status CheckBuffers(const KernelArgs& args, const void* var, void* const* slots,
+                    const void* grad, const char* what) {
+  if (var == nullptr || grad == nullptr) {
+    return InvalidArgument(std::string(what) + ": null variable or gradient buffer");
+  }
+  for (int k = 0; k < NumSlots(args.optimizer); ++k) {
+    if (slots == nullptr || slots[k] == nullptr) {
+      return InvalidArgument(std::string(what) + ": optimizer " + OptimizerName(args.optimizer) +
+                             " needs slot '" + SlotName(args.optimizer, k) +
+                             "' but its buffer is null");
+    }
+  }
+  return Status::Ok();
+}
+
+// Casts the scalars to T before the loop, as TF's kernels receive them as T tensors, and
+// computes Adam's step size in T with TF's formula.
+template <typename T>
+KernelScalars<T> MakeScalars(const KernelArgs& a) {
+  KernelScalars<T> s;
+  s.optimizer = a.optimizer;
+  s.use_nesterov = a.use_nesterov;
+  s.lr = static_cast<T>(a.learning_rate);
+  s.momentum = static_cast<T>(a.momentum);
+  s.one_minus_beta1 = T(1) - static_cast<T>(a.beta1);
+  s.one_minus_beta2 = T(1) - static_cast<T>(a.beta2);
+  s.epsilon = static_cast<T>(a.epsilon);
+  s.lr_t = s.lr * std::sqrt(T(1) - static_cast<T>(a.beta2_power)) /
+           (T(1) - static_cast<T>(a.beta1_power));
+  return s;
+}
+
+// ---- Dense ------------------------------------------------------------------------------------
+
+template <typename T>
+using ApplyFn = void (*)(const KernelScalars<T>&, T*, T*, T*, const T*, size_t);
+
+template <typename T>
+ApplyFn<T> ApplyOf(const KernelTable& t);
+template <>
+ApplyFn<float> ApplyOf<float>(const KernelTable& t) { return t.apply_f32; }
+template <>
+ApplyFn<double> ApplyOf<double>(const KernelTable& t) { return t.apply_f64; }
+
+template <typename T>
+using AccumulateFn = void (*)(T*, const T*, size_t);
+
+template <typename T>
+AccumulateFn<T> AccumulateOf(const KernelTable& t);
+template <>
+AccumulateFn<float> AccumulateOf<float>(const KernelTable& t) { return t.accumulate_f32; }
+template <>
+AccumulateFn<double> AccumulateOf<double>(const KernelTable& t) { return t.accumulate_f64; }
+
+// Below this many elements a thread costs more to start (~30 µs) than the work it takes over
+// (1M float32 Adagrad elements move 20 MB, ~0.5 ms at memory speed).
+constexpr size_t kParallelMinElements = size_t{1} << 20;
+// Each thread gets at least this much, so a machine with many cores does not split 1M
+// elements into slivers that are all thread start-up.
+constexpr size_t kMinElementsPerThread = size_t{1} << 18;
+constexpr size_t kCacheLine = 64;
+
+size_t HardwareThreads() {
+  static const size_t n = std::max<size_t>(1, std::thread::hardware_concurrency());
+  return n;
+}
+
+size_t NumChunks(size_t n) {
+  if (n < kParallelMinElements) return 1;
+  return std::max<size_t>(1, std::min(HardwareThreads(), n / kMinElementsPerThread));
+}
+
+// Start of chunk k of `chunks`, moved down to a cache-line boundary of var so that two threads
+// never write the same line of var (false sharing) and each starts its loop aligned.
+template <typename T>
+size_t ChunkBegin(const T* var, size_t n, size_t k, size_t chunks) {
+  if (k == 0) return 0;
+  if (k >= chunks) return n;
+  constexpr size_t kPerLine = kCacheLine / sizeof(T);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(var);
+  // Index of the first element of var that starts a cache line.
+  const size_t first = addr % sizeof(T) != 0
+                           ? 0
+                           : ((kCacheLine - addr % kCacheLine) % kCacheLine) / sizeof(T);
+  const size_t even = n / chunks * k;
+  if (even <= first) return even;
+  return first + (even - first) / kPerLine * kPerLine;
+}
+
+template <typename T>
+void RunDense(ApplyFn<T> fn, const KernelScalars<T>& s, T* var, T* slot0, T* slot1,
+              const T* grad, size_t n) {
+  const size_t chunks = NumChunks(n);
+  if (chunks == 1) {
+    fn(s, var, slot0, slot1, grad, n);
+    return;
+  }
+  auto run = [&](size_t k) {
+    const size_t b = ChunkBegin(var, n, k, chunks);
+    const size_t e = ChunkBegin(var, n, k + 1, chunks);
+    if (e <= b) return;
+    fn(s, var + b, slot0 ? slot0 + b : nullptr, slot1 ? slot1 + b : nullptr, grad + b, e - b);
+  };
+  // If the system refuses a thread (or the vector its storage), the chunk runs on this thread:
+  // slower, never wrong, and no exception leaves the kernel.
+  std::vector<std::thread> workers;
+  try {
+    workers.reserve(chunks - 1);
+    for (size_t k = 1; k < chunks; ++k) workers.emplace_back(run, k);
+  } catch (...) {
+  }
+  for (size_t k = workers.size() + 1; k < chunks; ++k) run(k);
+  run(0);
+  for (std::thread& w : workers) w.join();
+}
+
+template <typename T>
+void ApplyDenseTyped(const KernelArgs& args, void* var, void* const* slots, const void* grad,
+                     size_t n) {
+  const int num_slots = NumSlots(args.optimizer);
+  T* s0 = num_slots > 0 ? static_cast<T*>(slots[0]) : nullptr;
+  T* s1 = num_slots > 1 ? static_cast<T*>(slots[1]) : nullptr;
+  RunDense<T>(ApplyOf<T>(ActiveTable()), MakeScalars<T>(args), static_cast<T*>(var), s0, s1,
+              static_cast<const T*>(grad), n);
+}
+
+// ---- Sparse -----------------------------------------------------------------------------------
+
+template <typename T>
+Status ApplySparseTyped(const KernelArgs& args, void* var_v, void* const* slots, size_t width,
+                        const int64_t* indices, size_t num_indices, const void* rows_v,
+                        bool sorted_unique) {
+  const KernelTable& table = ActiveTable();
+  const ApplyFn<T> apply = ApplyOf<T>(table);
+  const AccumulateFn<T> accumulate = AccumulateOf<T>(table);
+  const KernelScalars<T> s = MakeScalars<T>(args);
+  const int num_slots = NumSlots(args.optimizer);
+  T* var = static_cast<T*>(var_v);
+  T* s0 = num_slots > 0 ? static_cast<T*>(slots[0]) : nullptr;
+  T* s1 = num_slots > 1 ? static_cast<T*>(slots[1]) : nullptr;
+  const T* rows = static_cast<const T*>(rows_v);
+
+  auto update_row = [&](int64_t index, const T* src) {
+    const size_t off = static_cast<size_t>(index) * width;
+    apply(s, var + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr, src, width);
+  };
+
+  // Already strictly increasing (the common case for a gathered batch): no duplicates to sum.
+  if (sorted_unique) {
+    for (size_t j = 0; j < num_indices; ++j) update_row(indices[j], rows + j * width);
+    return Status::Ok();
+  }
+
+  std::vector<size_t> order;
+  std::vector<T> sum;
+  try {
+    order.resize(num_indices);
+    sum.resize(width);
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kResourceExhausted,
+                  "sparse update: cannot allocate scratch space for " +
+                      std::to_string(num_indices) + " indices of row width " +
+                      std::to_string(width));
+  }
+  std::iota(order.begin(), order.end(), size_t{0});
+  // Ties broken by position: duplicates are summed in the order they were sent, so the result
+  // does not depend on the sort.
+  std::sort(order.begin(), order.end(), [indices](size_t a, size_t b) {
+    return indices[a] != indices[b] ? indices[a] < indices[b] : a < b;
+  });
+  for (size_t j = 0; j < num_indices;) {
+    const int64_t index = indices[order[j]];
+    size_t end = j + 1;
+    while (end < num_indices && indices[order[end]] == index) ++end;
+    const T* src = rows + order[j] * width;
+    if (end - j > 1) {
+      std::copy(src, src + width, sum.data());
+      for (size_t r = j + 1; r < end; ++r) accumulate(sum.data(), rows + order[r] * width, width);
+      src = sum.data();
+    }
+    update_row(index, src);
+    j = end;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// ---- Public entry points ------------------------------------------------------------------------
+
+Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const void* grad,
+                  size_t n) {
+  PSRT_RETURN_IF_ERROR(CheckOptimizer(args, "dense update"));
+  if (n == 0) return Status::Ok();
+  PSRT_RETURN_IF_ERROR(CheckBuffers(args, var, slots, grad, "dense update"));
+  if (args.dtype == DType::kFloat32) {
+    ApplyDenseTyped<float>(args, var, slots, grad, n);
+  } else {
+    ApplyDenseTyped<double>(args, var, slots, grad, n);
+  }
+  return Status::Ok();
+}
+
+Status ApplySparse(const KernelArgs& args, void* var, void* const* slots, size_t num_rows,
+                   size_t row_width, const int64_t* indices, size_t num_indices,
+                   const void* rows) {
+  const size_t total = num_rows * row_width;
+  if (row_width != 0 && total / row_width != num_rows) {
+    return InvalidArgument("sparse update: " + std::to_string(num_rows) + " rows of width " +
+                           std::to_string(row_width) + " overflow the address space");
+  }
+  PSRT_RETURN_IF_ERROR(CheckOptimizer(args, "sparse update"));
+  if (num_indices > 0 && indices == nullptr) {
+    return InvalidArgument("sparse update: null index buffer for " +
+                           std::to_string(num_indices) + " indices");
+  }
+  // Every index is checked before anything is written, so a bad request leaves the variable
+  // and its slots exactly as they were.
+  bool sorted_unique = true;
+  for (size_t j = 0; j < num_indices; ++j) {
+    const int64_t index = indices[j];
+    if (index < 0 || static_cast<uint64_t>(index) >= num_rows) {
+      return InvalidArgument("index " + std::to_string(index) + " at position " +
+                             std::to_string(j) + " is out of range [0, " +
+                             std::to_string(num_rows) + ")");
+    }
+    if (j > 0 && index <= indices[j - 1]) sorted_unique = false;
+  }
+  if (num_indices == 0 || row_width == 0) return Status::Ok();
+  PSRT_RETURN_IF_ERROR(CheckBuffers(args, var, slots, rows, "sparse update"));
+  if (args.dtype == DType::kFloat32) {
+    return ApplySparseTyped<float>(args, var, slots, row_width, indices, num_indices, rows,
+                                   sorted_unique);
+  }
+  return ApplySparseTyped<double>(args, var, slots, row_width, indices, num_indices, rows,
+                                  sorted_unique);
+}
+
+std::vector<std::string> CompiledKernelTargets() {
+  std::vector<std::string> out;
+  for (const Target& t : kTargets) out.push_back(t.name);
+  return out;
+}
+
+std::vector<std::string> SupportedKernelTargets() {
+  std::vector<std::string> out;
+  for (const Target& t : kTargets) {
+    if (t.supported()) out.push_back(t.name);
+  }
+  return out;
+}
+
+std::string ActiveKernelTarget() { return ActiveSlot().load(std::memory_order_acquire)->name; }
+
+Status SetKernelTarget(const std::string& name) {
+  const Target* t = nullptr;
+  PSRT_RETURN_IF_ERROR(CheckTargetName(name, &t));
+  ActiveSlot().store(t, std::memory_order_release);
+  return Status::Ok();
+}
+
+}  // namespace psrt

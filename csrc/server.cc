@@ -1,0 +1,439 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "net.h"
+
+namespace psrt {
+
+struct Server::Connection {
+  int fd = -1;
+  std::string peer;
+  std::thread thread;
+  std::atomic<bool> finished{false};
+  bool hello_done = false;
+  std::string job;
+  int task = -1;
+  std::unique_ptr<uint8_t[]> buf;   // payload of the frame being handled
+  size_t cap = 0;
+  std::vector<uint8_t> out;         // reply payload that is not a variable's memory
+
+  uint8_t* Reserve(size_t n) {
+    if (n > cap) {
+      // Default-initialized (not zeroed): every byte is overwritten by the read.
+      buf.reset(new (std::nothrow) uint8_t[n]);
+      cap = buf ? n : 0;
+    }
+    return buf.get();
+  }
+};
+
+Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  PSRT_RETURN_IF_ERROR(Listen(options.host, options.port, &s->listen_fd_, &s->port_));
+  if (pipe2(s->wake_pipe_, O_CLOEXEC) != 0) {
+    CloseFd(s->listen_fd_);
+    return Internal(ErrnoMessage("pipe", "", errno));
+  }
+  std::random_device rd;
+  s->incarnation_ = static_cast<int64_t>(
+      ((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+       static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
+      0x7fffffffffffffffULL);
+  if (s->incarnation_ == 0) s->incarnation_ = 1;
+  Server* raw = s.get();
+  s->acceptor_ = std::thread([raw] { raw->AcceptLoop(); });
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  if (stopped_.load()) return;
+  stopping_.store(true);
+  char b = 1;
+  ssize_t ignored = write(wake_pipe_[1], &b, 1);
+  (void)ignored;
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::unique_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& c : conns_) shutdown(c->fd, SHUT_RDWR);
+    conns.swap(conns_);
+  }
+  for (auto& c : conns) {
+    if (c->thread.joinable()) c->thread.join();
+    CloseFd(c->fd);
+  }
+  CloseFd(listen_fd_);
+  CloseFd(wake_pipe_[0]);
+  CloseFd(wake_pipe_[1]);
+  listen_fd_ = wake_pipe_[0] = wake_pipe_[1] = -1;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopped_.store(true);
+  }
+  stopped_cv_.notify_all();
+}
+
+bool Server::Wait(double timeout_s) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (timeout_s < 0) {
+    stopped_cv_.wait(l, [this] { return stopped_.load(); });
+    return true;
+  }
+  return stopped_cv_.wait_for(l, std::chrono::duration<double>(timeout_s),
+                              [this] { return stopped_.load(); });
+}
+
+std::vector<std::pair<std::string, int>> Server::DoneWorkers() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {done_.begin(), done_.end()};
+}
+
+int Server::NumConnections() const {
+  std::lock_guard<std::mutex> l(mu_);
+  int n = 0;
+  for (auto& c : conns_) n += c->finished.load() ? 0 : 1;
+  return n;
+}
+
+void Server::AcceptLoop() {
+  while (!stopping_.load()) {
+    struct pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    int rc = poll(fds, 2, 1000);
+    if (rc < 0 && errno != EINTR) break;
+    if (stopping_.load()) break;
+    {
+      // Reap connections whose peer went away so threads and fds do not pile up.
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto it = conns_.begin(); it != conns_.end();) {
+        if ((*it)->finished.load()) {
+          (*it)->thread.join();
+          CloseFd((*it)->fd);
+          it = conns_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (rc <= 0 || !(fds[0].revents & POLLIN)) continue;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = accept4(listen_fd_, reinterpret_cast<struct sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    SetNoDelay(fd);
+    auto conn = std::make_unique<Connection>();
+    conn->fd = fd;
+    char host[128] = "?";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<struct sockaddr_in*>(&ss);
+      inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<struct sockaddr_in6*>(&ss);
+      inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+    }
+    conn->peer = std::string(host) + ":" + std::to_string(port);
+    Connection* raw = conn.get();
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_.load()) {
+      CloseFd(fd);
+      break;
+    }
+    conn->thread = std::thread([this, raw] { Serve(raw); });
+    conns_.push_back(std::move(conn));
+  }
+}
+
+namespace {
+
+// Reads and drops n payload bytes so the stream stays in step after a refused frame.
+Status Discard(int fd, uint64_t n, const std::string& peer) {
+  uint8_t scratch[65536];
+  while (n > 0) {
+    size_t k = n < sizeof scratch ? static_cast<size_t>(n) : sizeof scratch;
+    PSRT_RETURN_IF_ERROR(ReadFull(fd, scratch, k, peer));
+    n -= k;
+  }
+  return Status::Ok();
+}
+
+std::string OpName(uint8_t op) {
+  static const char* names[] = {"?",    "HELLO",      "REGISTER",       "PULL",
+                                "PUSH", "ASSIGN",     "ASSIGN_ADD",     "STEP_READ",
+                                "STEP_INCREMENT", "IS_INITIALIZED", "LIST", "PING",
+                                "WORKER_DONE"};
+  return op <= kMaxOp ? names[op] : "op " + std::to_string(op);
+}
+
+}  // namespace
+
+bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
+                   uint8_t flags, uint32_t var_id, const void* payload, size_t len) {
+  Header h;
+  h.op = req.op;
+  h.flags = static_cast<uint8_t>(kFlagReply | flags);
+  h.request_id = req.request_id;
+  h.var_id = var_id;
+  h.dtype = req.dtype;
+  h.slot = req.slot;
+  h.status = static_cast<uint8_t>(st.code());
+  h.step = step;
+  const std::string& msg = st.message();
+  if (!st.ok()) {
+    payload = msg.data();
+    len = msg.size();
+  }
+  h.payload_len = len;
+  uint8_t hb[kHeaderSize];
+  EncodeHeader(h, hb);
+  struct iovec iov[2] = {{hb, kHeaderSize}, {const_cast<void*>(payload), len}};
+  return WriteFull(conn->fd, iov, len ? 2 : 1, conn->peer).ok();
+}
+
+void Server::Serve(Connection* conn) {
+  while (!stopping_.load()) {
+    uint8_t hb[kHeaderSize];
+    bool eof = false;
+    if (!ReadFull(conn->fd, hb, kHeaderSize, conn->peer, &eof).ok()) break;
+    Header h = DecodeHeader(hb);
+    Status st = CheckHeader(h, options_.max_payload);
+    if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
+    if (!st.ok()) {
+      // The stream cannot be trusted past a bad fixed header: answer once, then close.
+      Reply(conn, h, st);
+      break;
+    }
+    if (!conn->hello_done && h.op != static_cast<uint8_t>(Op::kHello)) {
+      Reply(conn, h, FailedPrecondition("first frame must be HELLO, got " + OpName(h.op)));
+      break;
+    }
+    if (!Handle(conn, h)) break;
+  }
+  shutdown(conn->fd, SHUT_RDWR);
+  conn->finished.store(true);
+}
+
+bool Server::Handle(Connection* conn, const Header& h) {
+  const Op op = static_cast<Op>(h.op);
+  const bool sparse = (h.flags & kFlagSparse) != 0;
+  Variable* var = nullptr;
+  Status st;
+
+  // 1. Check the payload length against what this op and variable allow, before reading it.
+  uint64_t expect = 0;
+  bool exact = true;
+  switch (op) {
+    case Op::kHello:
+    case Op::kWorkerDone:
+      expect = 256;
+      exact = false;
+      break;
+    case Op::kRegister:
+      expect = options_.max_payload;
+      exact = false;
+      break;
+    case Op::kList:
+    case Op::kPing:
+      break;
+    default: {
+      st = store_.Find(h.var_id, &var);
+      if (!st.ok()) break;
+      const size_t dsize = DTypeSize(var->spec.dtype);
+      const size_t rows = var->spec.shape.empty() ? 0 : static_cast<size_t>(var->spec.shape[0]);
+      const size_t width = rows == 0 ? 0 : var->num_elements / rows;
+      if ((op == Op::kPush || op == Op::kAssign || op == Op::kAssignAdd) &&
+          h.dtype != static_cast<uint8_t>(var->spec.dtype)) {
+        st = InvalidArgument(std::string("dtype ") + DTypeName(static_cast<DType>(h.dtype)) +
+                             " does not match variable '" + var->spec.name + "' of dtype " +
+                             DTypeName(var->spec.dtype));
+        break;
+      }
+      if (sparse && op != Op::kPull && op != Op::kPush) {
+        st = InvalidArgument("the sparse flag is only valid for PULL and PUSH");
+        break;
+      }
+      if (sparse && var->spec.shape.empty()) {
+        st = InvalidArgument("row-sparse access to scalar variable '" + var->spec.name + "'");
+        break;
+      }
+      if (op == Op::kPull) {
+        expect = sparse ? uint64_t{h.count} * 8 : 0;
+      } else if (op == Op::kPush) {
+        expect = sparse ? uint64_t{h.count} * (8 + width * dsize) : var->nbytes;
+      } else if (op == Op::kAssign) {
+        expect = h.slot == kOptimizerStateSlot ? 16 : var->nbytes;
+      } else if (op == Op::kAssignAdd) {
+        expect = var->nbytes;
+      }
+    }
+  }
+  if (st.ok() && (exact ? h.payload_len != expect : h.payload_len > expect)) {
+    st = InvalidArgument(OpName(h.op) + (var ? " of '" + var->spec.name + "' " + DTypeName(var->spec.dtype) + var->ShapeString() : std::string()) +
+                         ": payload of " + std::to_string(h.payload_len) + " bytes; expected " +
+                         (exact ? "" : "at most ") + std::to_string(expect));
+  }
+  if (!st.ok()) {
+    // Keep the stream in step when the length is plausible; otherwise drop the connection.
+    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+    return Reply(conn, h, st);
+  }
+
+  // 2. Read the whole payload before touching any variable: a truncated frame never
+  //    writes anything.
+  uint8_t* p = nullptr;
+  if (h.payload_len > 0) {
+    p = conn->Reserve(h.payload_len);
+    if (p == nullptr) {
+      if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+      return Reply(conn, h, Status(Code::kResourceExhausted,
+                                   "cannot allocate " + std::to_string(h.payload_len) + " bytes"));
+    }
+    if (!ReadFull(conn->fd, p, h.payload_len, conn->peer).ok()) return false;
+  }
+
+  // 3. Apply.
+  const bool initialized = var && var->initialized.load(std::memory_order_acquire);
+  switch (op) {
+    case Op::kHello: {
+      conn->job.assign(reinterpret_cast<const char*>(p), h.payload_len);
+      conn->task = static_cast<int>(h.var_id);
+      conn->hello_done = true;
+      const std::string& me = options_.job;
+      Header rh = h;
+      rh.var_id = static_cast<uint32_t>(options_.task);
+      return Reply(conn, rh, Status::Ok(), incarnation_, 0, static_cast<uint32_t>(options_.task),
+                   me.data(), me.size());
+    }
+    case Op::kRegister: {
+      VarSpec spec;
+      Reader r(p, h.payload_len);
+      st = spec.Decode(&r);
+      const void* init = nullptr;
+      if (st.ok() && (h.flags & kFlagInit)) {
+        uint64_t want = static_cast<uint64_t>(spec.NumElements()) * DTypeSize(spec.dtype);
+        if (r.remaining() != want)
+          st = InvalidArgument("register '" + spec.name + "': initial value of " +
+                               std::to_string(r.remaining()) + " bytes; expected " +
+                               std::to_string(want));
+        else
+          init = r.cursor();
+      } else if (st.ok() && r.remaining() != 0) {
+        st = InvalidArgument("register '" + spec.name + "': " + std::to_string(r.remaining()) +
+                             " unexpected bytes after the spec");
+      }
+      if (st.ok()) st = store_.Register(spec, init, &var);
+      if (!st.ok()) return Reply(conn, h, st);
+      uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
+      return Reply(conn, h, st, 0, f, var->id);
+    }
+    case Op::kPull: {
+      if (!initialized)
+        return Reply(conn, h, FailedPrecondition("Attempting to use uninitialized value " +
+                                                 var->spec.name));
+      if (h.slot == kOptimizerStateSlot) {
+        double pw[2];
+        {
+          std::lock_guard<std::mutex> l(var->mu);
+          pw[0] = var->beta1_power;
+          pw[1] = var->beta2_power;
+        }
+        return Reply(conn, h, st, 0, 0, var->id, pw, sizeof pw);
+      }
+      uint8_t* src = var->SlotData(h.slot);
+      if (src == nullptr)
+        return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has no slot " +
+                                              std::to_string(h.slot - 1)));
+      if (!sparse) return Reply(conn, h, st, 0, kFlagInitialized, var->id, src, var->nbytes);
+      const size_t rows = static_cast<size_t>(var->spec.shape[0]);
+      const size_t row_bytes = rows ? var->nbytes / rows : 0;
+      conn->out.resize(size_t{h.count} * row_bytes);
+      const auto* idx = reinterpret_cast<const int64_t*>(p);
+      for (uint32_t j = 0; j < h.count; ++j) {
+        int64_t i;
+        std::memcpy(&i, idx + j, 8);
+        if (i < 0 || static_cast<size_t>(i) >= rows)
+          return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "': index " +
+                                                std::to_string(i) + " at position " +
+                                                std::to_string(j) + " is out of range [0, " +
+                                                std::to_string(rows) + ")"));
+        std::memcpy(conn->out.data() + j * row_bytes, src + static_cast<size_t>(i) * row_bytes,
+                    row_bytes);
+      }
+      return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
+    }
+    case Op::kPush: {
+      if (h.flags & kFlagStepTagged)
+        return Reply(conn, h, Status(Code::kUnimplemented,
+                                     "step-tagged (synchronous) pushes are not supported by this "
+                                     "ps task yet"));
+      const bool has_lr = (h.flags & kFlagHasLr) != 0;
+      if (sparse) {
+        const auto* idx = reinterpret_cast<const int64_t*>(p);
+        st = store_.ApplySparse(var, idx, h.count, p + size_t{h.count} * 8, h.arg0, has_lr);
+      } else {
+        st = store_.ApplyDense(var, p, h.arg0, has_lr);
+      }
+      if (st.ok() && (h.flags & kFlagReturnValue))
+        return Reply(conn, h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+      return Reply(conn, h, st, 0, 0, var->id);
+    }
+    case Op::kAssign:
+      return Reply(conn, h, store_.Assign(var, h.slot, p, h.payload_len), 0, 0, var->id);
+    case Op::kAssignAdd:
+      return Reply(conn, h, store_.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
+    case Op::kStepRead: {
+      int64_t v = 0;
+      st = store_.StepRead(var, &v);
+      return Reply(conn, h, st, v, 0, var->id);
+    }
+    case Op::kStepIncrement: {
+      int64_t v = 0;
+      st = store_.StepIncrement(var, h.step, &v);
+      return Reply(conn, h, st, v, 0, var->id);
+    }
+    case Op::kIsInitialized:
+      return Reply(conn, h, st, 0, initialized ? kFlagInitialized : 0, var->id);
+    case Op::kList: {
+      Writer w;
+      for (Variable* v : store_.All()) {
+        w.Put<uint32_t>(v->id);
+        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.dtype));
+        w.Put<uint8_t>(v->initialized.load() ? 1 : 0);
+        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.optimizer));
+        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.shape.size()));
+        for (int64_t d : v->spec.shape) w.Put<int64_t>(d);
+        w.PutString(v->spec.name);
+      }
+      auto& b = w.buffer();
+      return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());
+    }
+    case Op::kPing:
+      return Reply(conn, h, st);
+    case Op::kWorkerDone: {
+      std::string job(reinterpret_cast<const char*>(p), h.payload_len);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        done_.emplace(job, static_cast<int>(h.var_id));
+      }
+      return Reply(conn, h, st);
+    }
+  }
+  return Reply(conn, h, InvalidArgument("unknown op " + std::to_string(h.op)));
+}
+
+}  // namespace psrt

@@ -1,0 +1,83 @@
+// Server: the ps side of the transport. Accepts connections on one port and serves each
+// with its own thread: read a frame, validate it, apply it to the VariableStore, reply.
+//
+// Threads: one acceptor plus one per connection. None of them ever takes the Python GIL.
+// Replies on a connection are sent in request order. Stop() shuts every socket down, joins
+// every thread and closes the listening port, so the port can be bound again at once.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "status.h"
+#include "store.h"
+
+namespace psrt {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;                                 // 0: the OS picks
+  std::string job = "ps";
+  int task = 0;
+  uint64_t max_payload = kDefaultMaxPayload;    // bytes; larger frames are refused
+};
+
+class Server {
+ public:
+  // Binds, listens and starts serving. Unavailable "address H:P already in use" when the
+  // port is taken.
+  static Status Create(const ServerOptions& options, std::unique_ptr<Server>* out);
+  ~Server();
+
+  int port() const { return port_; }
+  int64_t incarnation() const { return incarnation_; }
+  VariableStore* store() { return &store_; }
+
+  // Ends every thread and closes the port. Idempotent; blocks until the threads have exited.
+  void Stop();
+  // Waits up to timeout_s seconds (< 0: forever) for Stop(); true when stopped.
+  bool Wait(double timeout_s);
+  bool stopped() const { return stopped_.load(); }
+
+  // Tasks that sent WorkerDone, as (job, task) pairs.
+  std::vector<std::pair<std::string, int>> DoneWorkers() const;
+  // Number of connections currently open.
+  int NumConnections() const;
+
+ private:
+  struct Connection;
+  Server() = default;
+  void AcceptLoop();
+  void Serve(Connection* conn);
+  // Handles one validated frame; returns false when the connection must close.
+  bool Handle(Connection* conn, const Header& h);
+  bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
+             uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
+             size_t len = 0);
+
+  ServerOptions options_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int wake_pipe_[2] = {-1, -1};   // written by Stop() to wake the acceptor's poll
+  int64_t incarnation_ = 0;
+  VariableStore store_;
+  std::thread acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};
+
+  mutable std::mutex mu_;           // guards conns_, done_, stopped condition
+  std::condition_variable stopped_cv_;
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::set<std::pair<std::string, int>> done_;
+  std::mutex stop_mu_;              // serializes Stop()
+};
+
+}  // namespace psrt

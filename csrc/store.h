@@ -1,0 +1,109 @@
+// VariableStore: the variables, optimizer slots and global step one ps task holds.
+//
+// Thread-safety: every method may be called from any server thread at once.
+//  - Lookup by id takes no lock: ids index an append-only two-level table of atomic pointers,
+//    and a Variable is never moved or freed while the store lives.
+//  - Register takes registry_mu_ (never held while touching variable memory).
+//  - Updates are Hogwild (no lock, as TF's use_locking=False) unless the variable was
+//    registered with use_locking, in which case Variable::mu serializes them.
+//  - int64 scalars (the global step) are read and written with atomic builtins.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels.h"
+#include "status.h"
+#include "wire.h"
+
+namespace psrt {
+
+// 64-byte aligned, zero-initialized bytes.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t n) { Allocate(n); }
+  ~AlignedBuffer();
+  // Replaces the contents with n zero bytes; false when out of memory.
+  bool Allocate(size_t n);
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The slot index Pull/Assign use for Adam's (beta1_power, beta2_power), float64[2].
+constexpr uint8_t kOptimizerStateSlot = 255;
+
+struct Variable {
+  uint32_t id = 0;
+  VarSpec spec;
+  size_t num_elements = 0;
+  size_t nbytes = 0;
+  AlignedBuffer value;
+  std::vector<std::unique_ptr<AlignedBuffer>> slots;
+  std::atomic<bool> initialized{false};
+  std::mutex mu;                  // use_locking updates; Adam's beta powers
+  double beta1_power = 0.0;       // Adam, guarded by mu
+  double beta2_power = 0.0;
+
+  // Memory for slot index `slot` (0: the value), or nullptr when out of range.
+  uint8_t* SlotData(uint8_t slot) const;
+  std::string ShapeString() const;
+};
+
+class VariableStore {
+ public:
+  VariableStore();
+  ~VariableStore();
+
+  // Declares a variable (or finds the one with that name). A name that exists with another
+  // dtype, shape or optimizer is InvalidArgument naming both declarations. When `init` is
+  // non-null (spec.NumElements() values of spec.dtype), the value is assigned, the slots are
+  // set to spec.slot_init and the variable becomes initialized.
+  Status Register(const VarSpec& spec, const void* init, Variable** out);
+
+  // Lock-free lookup; NotFound naming the id when absent.
+  Status Find(uint32_t id, Variable** out) const;
+
+  // Applies the variable's optimizer to a dense gradient of var->nbytes bytes.
+  Status ApplyDense(Variable* var, const void* grad, double lr, bool has_lr);
+  // Row-sparse update: var viewed as [shape[0], rest].
+  Status ApplySparse(Variable* var, const int64_t* indices, size_t n, const void* rows,
+                     double lr, bool has_lr);
+  // Copies `bytes` into slot `slot` (0: value; marks initialized). kOptimizerStateSlot sets
+  // Adam's beta powers from float64[2].
+  Status Assign(Variable* var, uint8_t slot, const void* bytes, size_t len);
+  Status AssignAdd(Variable* var, const void* delta, size_t len);
+  // int64 scalars only.
+  Status StepRead(Variable* var, int64_t* value);
+  Status StepIncrement(Variable* var, int64_t delta, int64_t* new_value);
+
+  // Snapshot of every variable, in id order.
+  std::vector<Variable*> All() const;
+  size_t size() const { return count_.load(std::memory_order_acquire); }
+
+ private:
+  static constexpr size_t kChunkBits = 10;
+  static constexpr size_t kChunkSize = size_t{1} << kChunkBits;
+  static constexpr size_t kMaxChunks = 4096;  // 4M variables per ps task
+
+  std::atomic<std::atomic<Variable*>*> chunks_[kMaxChunks];
+  std::atomic<size_t> count_{0};
+
+  mutable std::mutex registry_mu_;  // guards by_name_, owned_ and appends
+  std::unordered_map<std::string, uint32_t> by_name_;
+  std::vector<std::unique_ptr<Variable>> owned_;
+  std::vector<std::unique_ptr<std::atomic<Variable*>[]>> owned_chunks_;
+};
+
+}  // namespace psrt

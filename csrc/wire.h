@@ -1,0 +1,271 @@
+// THE psrt wire format. Every frame is a 64-byte little-endian Header followed by
+// `payload_len` raw bytes. docs/protocol.md documents it byte by byte; bump kWireVersion and
+// that document together on every change. Nothing here is executable data: names are UTF-8
+// strings, values are raw little-endian arrays.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "status.h"
+
+namespace psrt {
+
+constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
+constexpr uint16_t kWireVersion = 1;
+constexpr size_t kHeaderSize = 64;
+constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
+constexpr size_t kMaxNameLength = 1024;
+constexpr int kMaxRank = 8;
+
+enum class Op : uint8_t {
+  kHello = 1,          // connect-time negotiation; payload: job name; var_id: task index
+  kRegister = 2,       // payload: VarSpec (+ initial value when kFlagInit); reply var_id
+  kPull = 3,           // reply payload: value (or rows when kFlagSparse)
+  kPush = 4,           // payload: gradient (or indices + rows); applies the optimizer
+  kAssign = 5,         // payload: value of `slot` (0: the variable itself)
+  kAssignAdd = 6,      // payload: delta of the variable's dtype
+  kStepRead = 7,       // int64 scalar variable: reply step = value
+  kStepIncrement = 8,  // int64 scalar variable += step (atomic); reply step = new value
+  kIsInitialized = 9,  // reply flags & kFlagInitialized
+  kList = 10,          // reply payload: VarInfo records of every variable on this shard
+  kPing = 11,
+  kWorkerDone = 12,    // a worker task closed its session (payload: job name; var_id: task)
+};
+constexpr uint8_t kMaxOp = 12;
+
+// Header.flags bits.
+constexpr uint8_t kFlagReply = 1 << 0;         // set on every reply frame
+constexpr uint8_t kFlagSparse = 1 << 1;        // row-sparse request: `count` int64 indices lead
+constexpr uint8_t kFlagInit = 1 << 2;          // Register: initial value follows the spec
+constexpr uint8_t kFlagInitialized = 1 << 3;   // reply: the variable is initialized
+constexpr uint8_t kFlagHasLr = 1 << 4;         // Push: arg0 overrides the learning rate
+constexpr uint8_t kFlagReturnValue = 1 << 5;   // Push: reply carries the value after update
+constexpr uint8_t kFlagStepTagged = 1 << 6;    // Push: `step` tags the gradient (sync training)
+
+enum class DType : uint8_t { kInvalid = 0, kFloat32 = 1, kFloat64 = 2, kInt64 = 3 };
+
+inline size_t DTypeSize(DType d) {
+  switch (d) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat64: return 8;
+    case DType::kInt64: return 8;
+    default: return 0;
+  }
+}
+inline const char* DTypeName(DType d) {
+  switch (d) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kInt64: return "int64";
+    default: return "invalid";
+  }
+}
+
+enum class Optimizer : uint8_t {
+  kNone = 0,
+  kGradientDescent = 1,
+  kAdagrad = 2,
+  kMomentum = 3,
+  kAdam = 4,
+};
+constexpr uint8_t kMaxOptimizer = 4;
+
+// The frame header. Field order is the byte order on the wire (offsets in comments).
+struct Header {
+  uint32_t magic = kWireMagic;     //  0
+  uint16_t version = kWireVersion; //  4
+  uint8_t op = 0;                  //  6  Op
+  uint8_t flags = 0;               //  7  kFlag* bits
+  uint64_t request_id = 0;         //  8  echoed in the reply
+  uint32_t var_id = 0;             // 16  variable id (Hello/WorkerDone: task index)
+  uint8_t dtype = 0;               // 20  DType of the payload values
+  uint8_t status = 0;              // 21  reply: Code; non-OK payload is the message
+  uint8_t slot = 0;                // 22  0: variable, k >= 1: optimizer slot k-1
+  uint8_t reserved = 0;            // 23  must be 0
+  uint64_t payload_len = 0;        // 24  bytes following the header
+  int64_t step = 0;                // 32  step tag / global step value / increment
+  double arg0 = 0.0;               // 40  Push: learning rate (kFlagHasLr)
+  double arg1 = 0.0;               // 48  reserved for scalar arguments
+  uint32_t count = 0;              // 56  Sparse: number of indices
+  uint32_t reserved2 = 0;          // 60  must be 0
+};
+static_assert(sizeof(Header) == kHeaderSize, "wire header must be 64 bytes");
+static_assert(std::is_trivially_copyable<Header>::value, "header must be trivially copyable");
+static_assert(std::is_standard_layout<Header>::value, "header must be standard layout");
+static_assert(offsetof(Header, var_id) == 16 && offsetof(Header, payload_len) == 24 &&
+                  offsetof(Header, step) == 32 && offsetof(Header, count) == 56,
+              "wire header offsets changed: update docs/protocol.md and kWireVersion");
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "psrt supports little-endian hosts only; add byte swapping to EncodeHeader/DecodeHeader"
+#endif
+
+// On a little-endian host the in-memory layout is the wire layout, so encoding is a copy.
+inline void EncodeHeader(const Header& h, uint8_t* out) { std::memcpy(out, &h, kHeaderSize); }
+inline Header DecodeHeader(const uint8_t* in) {
+  Header h;
+  std::memcpy(&h, in, kHeaderSize);
+  return h;
+}
+
+// Checks the fixed fields of a received header: magic, version, op, dtype, reserved bytes and
+// the payload length against `max_payload`. Per-op checks against the variable are the
+// server's (server.cc).
+inline Status CheckHeader(const Header& h, uint64_t max_payload) {
+  if (h.magic != kWireMagic) {
+    return InvalidArgument("bad frame magic 0x" + [](uint32_t m) {
+      char buf[16];
+      snprintf(buf, sizeof buf, "%08x", m);
+      return std::string(buf);
+    }(h.magic) + "; expected 0x54525350 (\"PSRT\")");
+  }
+  if (h.version != kWireVersion) {
+    return FailedPrecondition("wire protocol version mismatch: peer speaks version " +
+                              std::to_string(h.version) + ", this side speaks version " +
+                              std::to_string(kWireVersion));
+  }
+  if (h.op == 0 || h.op > kMaxOp) {
+    return InvalidArgument("unknown op " + std::to_string(h.op) + "; valid ops are 1.." +
+                           std::to_string(kMaxOp));
+  }
+  if (h.dtype > static_cast<uint8_t>(DType::kInt64)) {
+    return InvalidArgument("unknown dtype code " + std::to_string(h.dtype) +
+                           "; valid: 1 float32, 2 float64, 3 int64");
+  }
+  if (h.status > kMaxCode) {
+    return InvalidArgument("unknown status code " + std::to_string(h.status));
+  }
+  if (h.reserved != 0 || h.reserved2 != 0) return InvalidArgument("reserved header bytes not 0");
+  if (h.payload_len > max_payload) {
+    return Status(Code::kResourceExhausted,
+                  "payload of " + std::to_string(h.payload_len) +
+                      " bytes exceeds the maximum of " + std::to_string(max_payload) + " bytes");
+  }
+  return Status::Ok();
+}
+
+// ---- Payload records -------------------------------------------------------------------
+// A small append/read cursor for the variable-length records (VarSpec, VarInfo). All integers
+// little-endian, no padding.
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(T v) {
+    static_assert(std::is_trivially_copyable<T>::value, "POD only");
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    buf_.insert(buf_.end(), p, p + sizeof(T));
+  }
+  void PutBytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), b, b + n);
+  }
+  void PutString(const std::string& s) {
+    Put<uint16_t>(static_cast<uint16_t>(s.size()));
+    PutBytes(s.data(), s.size());
+  }
+  std::vector<uint8_t>& buffer() { return buf_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (static_cast<size_t>(end_ - p_) < sizeof(T)) return false;
+    std::memcpy(v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return true;
+  }
+  bool GetString(std::string* s, size_t max_len) {
+    uint16_t n;
+    if (!Get(&n) || n > max_len || static_cast<size_t>(end_ - p_) < n) return false;
+    s->assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  const uint8_t* cursor() const { return p_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// Register payload: the variable's declaration. When kFlagInit is set the initial value
+// (num_elements * dtype size bytes) follows the spec.
+struct VarSpec {
+  std::string name;                // u16 length + UTF-8 bytes, 1..kMaxNameLength
+  DType dtype = DType::kFloat32;   // u8
+  std::vector<int64_t> shape;      // u8 rank (<= kMaxRank), then rank x i64 dims (>= 0)
+  Optimizer optimizer = Optimizer::kNone;  // u8
+  uint8_t use_locking = 0;         // u8
+  uint8_t use_nesterov = 0;        // u8
+  double learning_rate = 0.0;      // f64
+  double momentum = 0.0;           // f64
+  double beta1 = 0.9;              // f64
+  double beta2 = 0.999;            // f64
+  double epsilon = 1e-8;           // f64
+  double slot_init = 0.0;          // f64: initial value of every slot element (Adagrad 0.1)
+
+  int64_t NumElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  void Encode(Writer* w) const {
+    w->PutString(name);
+    w->Put<uint8_t>(static_cast<uint8_t>(dtype));
+    w->Put<uint8_t>(static_cast<uint8_t>(shape.size()));
+    for (int64_t d : shape) w->Put<int64_t>(d);
+    w->Put<uint8_t>(static_cast<uint8_t>(optimizer));
+    w->Put<uint8_t>(use_locking);
+    w->Put<uint8_t>(use_nesterov);
+    w->Put<double>(learning_rate);
+    w->Put<double>(momentum);
+    w->Put<double>(beta1);
+    w->Put<double>(beta2);
+    w->Put<double>(epsilon);
+    w->Put<double>(slot_init);
+  }
+  Status Decode(Reader* r) {
+    uint8_t dt, rank, opt;
+    if (!r->GetString(&name, kMaxNameLength) || name.empty())
+      return InvalidArgument("register: bad variable name (empty or longer than 1024 bytes)");
+    if (!r->Get(&dt) || !r->Get(&rank)) return InvalidArgument("register: truncated spec");
+    if (dt < 1 || dt > 3)
+      return InvalidArgument("register '" + name + "': unknown dtype code " + std::to_string(dt));
+    dtype = static_cast<DType>(dt);
+    if (rank > kMaxRank)
+      return InvalidArgument("register '" + name + "': rank " + std::to_string(rank) +
+                             " exceeds the maximum of 8");
+    shape.resize(rank);
+    int64_t n = 1;
+    for (auto& d : shape) {
+      if (!r->Get(&d)) return InvalidArgument("register '" + name + "': truncated shape");
+      if (d < 0 || (d > 0 && n > (int64_t{1} << 40) / d))
+        return InvalidArgument("register '" + name + "': bad dimension " + std::to_string(d));
+      n *= d;
+    }
+    if (!r->Get(&opt) || !r->Get(&use_locking) || !r->Get(&use_nesterov) ||
+        !r->Get(&learning_rate) || !r->Get(&momentum) || !r->Get(&beta1) || !r->Get(&beta2) ||
+        !r->Get(&epsilon) || !r->Get(&slot_init))
+      return InvalidArgument("register '" + name + "': truncated optimizer spec");
+    if (opt > kMaxOptimizer)
+      return InvalidArgument("register '" + name + "': unknown optimizer code " +
+                             std::to_string(opt));
+    optimizer = static_cast<Optimizer>(opt);
+    if (optimizer != Optimizer::kNone && dtype == DType::kInt64)
+      return InvalidArgument("register '" + name + "': optimizers need float32 or float64, got int64");
+    return Status::Ok();
+  }
+};
+
+}  // namespace psrt
