@@ -1,5 +1,38 @@
-"""psrt: a parameter-server training runtime for numpy with TensorFlow 1.x's API."""
+"""psrt: a parameter-server training runtime for numpy with TensorFlow 1.x's API.
+
+``psrt.train`` is the ``tf.train`` namespace; ``psrt.Variable``, ``psrt.device``,
+``psrt.Session`` and ``psrt.errors`` mirror their TF1 names.
+"""
 
 from psrt import errors
+from psrt.optimizers import IndexedSlices
+from psrt.placement import DeviceSpec
+from psrt.placement import device as device
+from psrt.session import ConfigProto, Session
+from psrt.variables import (
+    GLOBAL_VARIABLES,
+    TRAINABLE_VARIABLES,
+    Graph,
+    PartitionedVariable,
+    Variable,
+    constant_initializer,
+    fixed_size_partitioner,
+    get_default_graph,
+    get_variable,
+    global_variables,
+    global_variables_initializer,
+    glorot_uniform_initializer,
+    is_variable_initialized,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    report_uninitialized_variables,
+    reset_default_graph,
+    trainable_variables,
+    truncated_normal_initializer,
+    variables_initializer,
+    zeros_initializer,
+)
+from psrt import train  # noqa: E402  (after the names train re-exports exist)
 
 __version__ = "0.1.0"

@@ -1,0 +1,197 @@
+"""Server: one task of a cluster, as ``tf.train.Server``.
+
+Every task runs one. A ps task's server holds the variables placed on it and serves pushes
+and pulls on C++ threads that never take the GIL; its Python thread sits in :meth:`join`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import weakref
+from typing import Any
+
+from psrt import _core, errors
+from psrt.cluster import ClusterSpec
+
+_logger = logging.getLogger("psrt")
+_targets: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
+
+EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
+
+
+def _lookup_target(target: str) -> "Server | None":
+    return _targets.get(target)
+
+
+def _split_port(job: str, index: int, address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise errors.InvalidArgumentError(
+            None, None, f"address '{address}' of /job:{job}/task:{index} has no valid port; "
+                        f"expected host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)
+
+
+class Server:
+    """An in-process server for one task of a cluster, as ``tf.train.Server``.
+
+    Args:
+        server_or_cluster_def: A :class:`ClusterSpec` or a dict that ``ClusterSpec`` takes.
+        job_name: This task's job; may be omitted when the cluster has one job.
+        task_index: This task's index; may be omitted when the job has one task.
+        protocol: Accepted for TF compatibility ("grpc" or None); psrt speaks its own TCP
+            protocol (docs/protocol.md).
+        config: Accepted for TF compatibility.
+        start: Start serving at once (default True).
+
+    Raises:
+        ValueError: "Must specify an explicit `job_name`." / "... `task_index`." when they
+            cannot be inferred; an unknown job or task index, naming the valid ones.
+        InvalidArgumentError: this task's address has no port.
+        UnavailableError: the port is already in use (the message says "already in use").
+    """
+
+    def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
+                 task_index: int | None = None, protocol: str | None = None,
+                 config: Any = None, start: bool = True) -> None:
+        cluster = ClusterSpec(server_or_cluster_def)
+        if protocol not in (None, "grpc", "psrt"):
+            raise ValueError(f"protocol {protocol!r} not supported; use None, 'grpc' or 'psrt'")
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError("Must specify an explicit `job_name`.")
+            job_name = cluster.jobs[0]
+        if job_name not in cluster.jobs:
+            raise ValueError(f"Job '{job_name}' is not in the cluster; jobs: {cluster.jobs}")
+        if task_index is None:
+            indices = cluster.task_indices(job_name)
+            if len(indices) != 1:
+                raise ValueError("Must specify an explicit `task_index`.")
+            task_index = indices[0]
+        if task_index not in cluster.task_indices(job_name):
+            raise ValueError(f"Task index {task_index} is not in job '{job_name}'; valid "
+                             f"indices: {cluster.task_indices(job_name)}")
+        self._cluster = cluster
+        self._job = job_name
+        self._task = int(task_index)
+        self._address = cluster.task_address(job_name, self._task)
+        self._host, self._port = _split_port(job_name, self._task, self._address)
+        self._core: _core.Server | None = None
+        self._lock = threading.Lock()
+        if start:
+            self.start()
+
+    @staticmethod
+    def create_local_server(config: Any = None, start: bool = True) -> "Server":
+        """A single-task server on a free localhost port, as TF's ``create_local_server``."""
+        return Server({"localhost": ["127.0.0.1:0"]}, job_name="localhost", task_index=0,
+                      config=config, start=start)
+
+    @property
+    def target(self) -> str:
+        """The address a :class:`psrt.Session` connects to (``psrt://host:port``)."""
+        return f"psrt://{self._connect_host()}:{self.port}"
+
+    @property
+    def server_def_cluster(self) -> ClusterSpec:
+        """The cluster this server belongs to (its port filled in if it was 0)."""
+        return self._cluster
+
+    @property
+    def job_name(self) -> str:
+        return self._job
+
+    @property
+    def task_index(self) -> int:
+        return self._task
+
+    @property
+    def port(self) -> int:
+        """The bound port (the OS's choice when the cluster said port 0)."""
+        return self._core.port if self._core is not None else self._port
+
+    def _connect_host(self) -> str:
+        return "127.0.0.1" if self._host in ("0.0.0.0", "", "::") else self._host
+
+    def start(self) -> None:
+        """Starts serving (idempotent while running).
+
+        Raises:
+            UnavailableError: the port is already in use.
+        """
+        with self._lock:
+            if self._core is not None and not self._core.stopped:
+                return
+            self._core = _core.Server(self._host, self._port, self._job, self._task)
+            if self._port == 0:
+                # Make the cluster (and so sessions of this process) name the bound port.
+                d = self._cluster.as_dict()
+                tasks = d[self._job]
+                new = f"{self._connect_host()}:{self._core.port}"
+                if isinstance(tasks, list):
+                    tasks[self._task] = new
+                else:
+                    tasks[self._task] = new
+                self._cluster = ClusterSpec(d)
+                self._port = self._core.port
+            _targets[self.target] = self
+
+    def stop(self) -> None:
+        """Stops serving and frees the port (psrt addition; TF servers never stop)."""
+        with self._lock:
+            if self._core is not None:
+                self._core.stop()
+
+    def join(self, exit_when_workers_done: bool | None = None) -> None:
+        """Blocks until the server stops, as ``tf.train.Server.join``; the GIL is released
+        while waiting.
+
+        SIGINT and SIGTERM (when called from the main thread) stop the server and exit the
+        process with status 0 (``SystemExit(0)``), so a ps task ends cleanly when its
+        launcher or scheduler stops it.
+
+        Args:
+            exit_when_workers_done: Beyond TF: return once every worker task of the cluster
+                (jobs "worker", "chief", "master") has closed its MonitoredTrainingSession.
+                Default: the ``PSRT_EXIT_WHEN_WORKERS_DONE`` environment variable ("1").
+        """
+        if self._core is None:
+            raise errors.FailedPreconditionError(None, None, "join() on a server never started")
+        if exit_when_workers_done is None:
+            exit_when_workers_done = os.environ.get(EXIT_WHEN_WORKERS_DONE_ENV, "") == "1"
+        workers = {(job, i) for job in ("worker", "chief", "master")
+                   if job in self._cluster.jobs for i in self._cluster.task_indices(job)}
+        stop_signal: list[int] = []
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum: int, frame: Any) -> None:
+                stop_signal.append(signum)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, handler)
+        try:
+            while not self._core.wait(0.1):
+                if stop_signal:
+                    _logger.info("%s: signal %d, stopping", self._name(), stop_signal[0])
+                    self._core.stop()
+                    raise SystemExit(0)
+                if exit_when_workers_done and workers:
+                    done = set(self._core.done_workers())
+                    if workers <= done:
+                        _logger.info("%s: all %d worker tasks finished; stopping",
+                                     self._name(), len(workers))
+                        self._core.stop()
+                        return
+        finally:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+
+    def _name(self) -> str:
+        return f"/job:{self._job}/task:{self._task}"
+
+    def __repr__(self) -> str:
+        return f"<psrt.train.Server {self._name()} at {self._address} target={self.target}>"

@@ -1,0 +1,615 @@
+"""Session: a worker's connection to the ps tasks that hold its variables (TF1's tf.Session).
+
+``Session.run`` accepts TF's fetch structures. A Variable fetch is pulled from its ps task
+(all fetches of one run in one parallel round trip); a train op is one training step.
+Nothing here touches a socket: the C++ client (psrt._core.Client) does every transfer with
+the GIL released.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from psrt import _core, errors
+from psrt.optimizers import IndexedSlices, SlotVariable, TrainOp
+from psrt.placement import DeviceSpec
+from psrt.variables import Graph, Operation, PartitionedVariable, Variable, get_default_graph
+
+_logger = logging.getLogger("psrt")
+
+_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+                np.dtype(np.int64): "int64"}
+
+
+class ConfigProto:
+    """Session options (the part of ``tf.ConfigProto`` psrt uses).
+
+    Args:
+        operation_timeout_in_ms: Deadline of one ``run`` round trip, in milliseconds; 0 or
+            negative: none (TF's default). A ps task that stops answering then fails the run
+            with DeadlineExceededError.
+        connect_timeout_secs: How long a new session waits for its ps tasks to accept
+            connections, in seconds (default 300). Past it: UnavailableError naming the task.
+        device_filters, allow_soft_placement, log_device_placement, ...: accepted and
+            ignored, for TF compatibility.
+    """
+
+    def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
+                 **ignored: Any) -> None:
+        self.operation_timeout_in_ms = int(operation_timeout_in_ms)
+        self.connect_timeout_secs = float(connect_timeout_secs)
+        self.ignored = ignored
+
+
+def _parse_target(target: str) -> str:
+    for prefix in ("psrt://", "grpc://"):
+        if target.startswith(prefix):
+            return target[len(prefix):]
+    return target
+
+
+class _Fetch:
+    """A flattened fetch structure: leaves in order plus a function rebuilding it."""
+
+    def __init__(self, fetches: Any) -> None:
+        self.leaves: list[Any] = []
+        self._build = self._flatten(fetches)
+
+    def _flatten(self, f: Any) -> Callable[[list[Any]], Any]:
+        if isinstance(f, dict):
+            items = [(k, self._flatten(v)) for k, v in f.items()]
+            kind = type(f)
+            return lambda r: kind((k, b(r)) for k, b in items) if kind is dict else \
+                kind({k: b(r) for k, b in items})
+        if isinstance(f, (list, tuple)) and not hasattr(f, "_fields"):
+            subs = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda r: kind(b(r) for b in subs)
+        if isinstance(f, tuple):  # namedtuple
+            subs = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda r: kind(*(b(r) for b in subs))
+        i = len(self.leaves)
+        self.leaves.append(f)
+        return lambda r: r[i]
+
+    def build(self, results: list[Any]) -> Any:
+        return self._build(results)
+
+
+class Session:
+    """A connection from this process to the ps tasks, as ``tf.Session``.
+
+    Args:
+        target: ``server.target`` of a :class:`psrt.train.Server` in this process (then the
+            session knows the cluster and reaches every task of it), a ``"host:port"`` /
+            ``"psrt://host:port"`` of one psrt server (every variable is placed there), or
+            ``""`` for a private in-process server (TF's local session).
+        graph: The :class:`psrt.Graph` whose variables are used; default: the default graph.
+        config: A :class:`ConfigProto`.
+
+    Raises:
+        UnavailableError: a ps task did not accept a connection within
+            ``config.connect_timeout_secs``, naming ``/job:ps/task:K`` and its address.
+        InvalidArgumentError: a variable's device names a task the cluster does not have.
+    """
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None) -> None:
+        from psrt import server as _server  # noqa: PLC0415 (server imports session lazily)
+
+        self._graph = graph or get_default_graph()
+        self._config = config or ConfigProto()
+        self._target = target
+        self._closed = False
+        self._lock = threading.RLock()
+        self._own_server: _core.Server | None = None
+        self._cluster = None
+        self._self_task: tuple[str, int] | None = None
+        if target == "":
+            self._own_server = _core.Server("127.0.0.1", 0, "localhost", 0)
+            self._default_address = f"127.0.0.1:{self._own_server.port}"
+        else:
+            address = _parse_target(target)
+            srv = _server._lookup_target(target)
+            if srv is not None:
+                self._cluster = srv.server_def_cluster
+                self._self_task = (srv.job_name, srv.task_index)
+            self._default_address = address
+        job, task = self._self_task or ("client", 0)
+        self._client = _core.Client(job, task)
+        timeout_ms = self._config.operation_timeout_in_ms
+        self._client.timeout = timeout_ms / 1000.0 if timeout_ms > 0 else -1.0
+        self._shards: dict[tuple[str | None, int], int] = {}
+        self._shard_names: list[str] = []
+        self._handles: dict[int, int] = {}        # id(Variable) -> client handle
+        self._vars_by_handle: dict[int, Variable] = {}
+        self._cache: dict[int, np.ndarray] = {}   # id(Variable or PartitionedVariable) -> value
+        self._views: dict[int, np.ndarray] = {}
+        self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
+        self._register(self._graph.get_collection("variables"))
+
+    # ---- placement and registration ------------------------------------------------------
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def sess_str(self) -> str:
+        return self._target
+
+    def _shard_for(self, var: Variable) -> int:
+        spec = DeviceSpec.from_string(var.device or "")
+        job, task = spec.job, spec.task if spec.task is not None else 0
+        if self._own_server is not None or job is None:
+            key: tuple[str | None, int] = (None, 0)
+            address = self._default_address
+            name = f"the session target {self._default_address}"
+        else:
+            key = (job, task)
+            if self._self_task is not None and (job, task) == self._self_task:
+                address = self._default_address
+            elif self._cluster is None:
+                raise errors.InvalidArgumentError(
+                    None, None,
+                    f"variable '{var.name}' is placed on '{var.device}', but session target "
+                    f"'{self._target}' is not a psrt.train.Server of this process, so the "
+                    f"cluster is unknown; create the Session from server.target")
+            else:
+                if job not in self._cluster.jobs:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"variable '{var.name}' is placed on '{var.device}', but "
+                        f"the cluster has no job '{job}'; jobs: {self._cluster.jobs}")
+                try:
+                    address = self._cluster.task_address(job, task)
+                except ValueError:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"variable '{var.name}' is placed on '{var.device}', but "
+                        f"job '{job}' has tasks {self._cluster.task_indices(job)}") from None
+            name = f"/job:{job}/task:{task} at {address}"
+        if key not in self._shards:
+            shard = len(self._shards)
+            self._connect(shard, address, name)
+            self._shards[key] = shard
+            self._shard_names.append(name)
+        return self._shards[key]
+
+    def _connect(self, shard: int, address: str, name: str) -> None:
+        deadline = time.monotonic() + self._config.connect_timeout_secs
+        started = time.monotonic()
+        next_log = started + 2.0
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                self._client.connect(shard, address, max(0.0, min(2.0, left)))
+                if time.monotonic() > started + 2.0:
+                    _logger.info("Connected to %s", name)
+                return
+            except errors.UnavailableError as e:
+                if time.monotonic() >= deadline:
+                    raise errors.UnavailableError(
+                        None, None, f"{name} did not accept a connection within "
+                        f"{self._config.connect_timeout_secs:g} s: {e.message}") from None
+                if time.monotonic() >= next_log:
+                    _logger.info("Waiting for %s to start (%.0f s so far)", name,
+                                 time.monotonic() - started)
+                    next_log = time.monotonic() + 10.0
+
+    def _register(self, var_list: Iterable[Any], init: bool = False) -> list[int]:
+        """Registers variables on their ps tasks (with their initial values when ``init``),
+        returning their handles."""
+        entries, owners = [], []
+        for v in var_list:
+            if not init and id(v) in self._handles:
+                continue
+            opt = v._optimizer
+            kernel = opt._kernel if opt is not None else ""
+            hyper = opt._hyper() if opt is not None else {}
+            value = v.initial_value_array() if init else None
+            entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[v.dtype], v.shape, kernel,
+                            hyper, value))
+            owners.append(v)
+        if entries:
+            results = self._client.register(entries)
+            for v, (handle, _initialized) in zip(owners, results):
+                self._handles[id(v)] = handle
+                self._vars_by_handle[handle] = v
+        return [self._handles[id(v)] for v in var_list]
+
+    def _handle(self, v: Variable) -> int:
+        h = self._handles.get(id(v))
+        if h is None:
+            h = self._register([v])[0]
+        return h
+
+    # ---- run ----------------------------------------------------------------------------
+
+    def run(self, fetches: Any, feed_dict: dict[Any, Any] | None = None, options: Any = None,
+            run_metadata: Any = None) -> Any:
+        """Runs ops and fetches values, as ``tf.Session.run``.
+
+        Args:
+            fetches: A single fetch or a list, tuple, namedtuple, dict or nesting of them. A
+                fetch is a Variable (its value: a new numpy array; the global step and other
+                int64 scalars: an int), a PartitionedVariable (the whole array), an optimizer
+                slot, an op (a train op gives its loss; initializers give None), a variable
+                name (str), or None.
+            feed_dict: Values the loss functions of train ops receive as keyword arguments,
+                keyed by name (str) or by an object with a ``name``.
+
+        Returns:
+            The fetched values, in the structure of ``fetches``.
+
+        Raises:
+            RuntimeError: the session is closed.
+            TypeError: a fetch of an unsupported type.
+            OpError: from the ps tasks (e.g. FailedPreconditionError for an uninitialized
+                variable, UnavailableError for a lost ps task).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        fetch = _Fetch(fetches)
+        feeds = _feeds_by_name(feed_dict)
+        with self._lock:
+            results: list[Any] = [None] * len(fetch.leaves)
+            reads: list[tuple[int, Any]] = []
+            fresh_steps: dict[int, int] = {}
+            for i, leaf in enumerate(fetch.leaves):
+                if isinstance(leaf, str):
+                    leaf = self._var_by_name(leaf)
+                if leaf is None:
+                    continue
+                if isinstance(leaf, Operation):
+                    results[i] = self._run_op(leaf, feeds, fresh_steps)
+                elif isinstance(leaf, (Variable, PartitionedVariable, SlotVariable)):
+                    reads.append((i, leaf))
+                else:
+                    raise TypeError(f"Fetch argument {leaf!r} has invalid type "
+                                    f"{type(leaf).__name__}; must be a psrt Variable, "
+                                    f"PartitionedVariable, slot, Operation, name or None")
+            if reads:
+                self._read(reads, results, fresh_steps)
+        return fetch.build(results)
+
+    def _var_by_name(self, name: str) -> Any:
+        base = name[:-2] if name.endswith(":0") else name
+        v = self._graph.get_variable_by_name(base)
+        if v is None:
+            raise ValueError(f"The name '{name}' refers to no variable in the graph")
+        return v
+
+    def _read(self, reads: list[tuple[int, Any]], results: list[Any],
+              fresh_steps: dict[int, int]) -> None:
+        handles: list[int] = []
+        outs: list[np.ndarray] = []
+        slots: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        for i, leaf in reads:
+            if isinstance(leaf, Variable) and leaf.dtype == np.int64 and leaf.shape == ():
+                if id(leaf) in fresh_steps:
+                    results[i] = fresh_steps[id(leaf)]
+                    continue
+                results[i] = None  # filled below
+            slot = 0
+            target = leaf
+            if isinstance(leaf, SlotVariable):
+                slot = leaf.index + 1
+                target = leaf.primary
+            out = np.empty(target.shape, target.dtype)
+            parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
+                else [target]
+            views = _part_views(target, out)
+            hs = [self._handle(p) for p in parts]
+            hl, ol = slots.setdefault(slot, ([], []))
+            hl.extend(hs)
+            ol.extend(views)
+            results[i] = out
+        for slot, (hl, ol) in slots.items():
+            self._client.pull(hl, ol, slot)
+        for i, leaf in reads:
+            if isinstance(leaf, Variable) and leaf.dtype == np.int64 and leaf.shape == () \
+                    and isinstance(results[i], np.ndarray):
+                results[i] = int(results[i])
+
+    # ---- ops ----------------------------------------------------------------------------
+
+    def _run_op(self, op: Operation, feeds: dict[str, Any], fresh_steps: dict[int, int]) -> Any:
+        if isinstance(op, TrainOp):
+            return self._train(op, feeds, fresh_steps)
+        if op.type == "initialize":
+            self._register(op.variables, init=True)
+            self._invalidate(op.variables)
+            return None
+        if op.type in ("assign", "assign_add"):
+            (v,) = op.variables
+            value = np.array(np.broadcast_to(np.asarray(op.value, v.dtype), v.shape), order="C")
+            h = self._handle(v)
+            if op.type == "assign":
+                self._client.assign([h], [value], 0)
+            else:
+                self._client.assign_add([h], [value])
+            self._invalidate([v])
+            return None
+        if op.type == "report_uninitialized":
+            names = [v.name for v, ok in zip(op.variables, self._initialized(op.variables))
+                     if not ok]
+            return np.array([n.encode() for n in names], dtype=object)
+        if op.type == "is_initialized":
+            return bool(self._initialized(op.variables)[0])
+        if op.type == "noop":
+            return None
+        raise TypeError(f"psrt cannot run op {op!r}")
+
+    def _initialized(self, var_list: Sequence[Variable]) -> list[bool]:
+        if not var_list:
+            return []
+        return list(self._client.is_initialized([self._handle(v) for v in var_list]))
+
+    def _invalidate(self, var_list: Iterable[Variable]) -> None:
+        for v in var_list:
+            self._cache.pop(id(v), None)
+            if v._partition is not None:
+                self._cache.pop(id(v._partition[0]), None)
+
+    def _values_for(self, var_list: Sequence[Any]) -> list[np.ndarray]:
+        """The train op's inputs: values returned by the last push when this session holds
+        them (ps-lite's push-pull: as fresh as a separate pull at that moment), else pulled
+        now in one batch."""
+        missing_h: list[int] = []
+        missing_o: list[np.ndarray] = []
+        for v in var_list:
+            if id(v) not in self._cache:
+                buf = np.empty(v.shape, v.dtype)
+                view = buf.view()
+                view.setflags(write=False)
+                self._cache[id(v)] = buf
+                self._views[id(v)] = view
+                parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+                missing_h.extend(self._handle(p) for p in parts)
+                missing_o.extend(_part_views(v, buf))
+        if missing_h:
+            try:
+                self._client.pull(missing_h, missing_o, 0)
+            except Exception:
+                self._invalidate(var_list)
+                raise
+        return [self._views[id(v)] for v in var_list]
+
+    def _train(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int]) -> Any:
+        var_list = op.var_list
+        loss = None
+        if op.loss_fn is not None:
+            values = self._values_for(var_list)
+            out = op.loss_fn(*values, **feeds)
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError("the loss function must return (loss, grads); got "
+                                f"{type(out).__name__}")
+            loss, grads = out
+            grads = list(grads)
+            if len(grads) != len(var_list):
+                raise ValueError(f"the loss function returned {len(grads)} gradients for "
+                                 f"{len(var_list)} variables {[v.name for v in var_list]}")
+        else:
+            grads = [feeds[g] if isinstance(g, str) else g for g in op.grads]
+        lr = op.optimizer._learning_rate_value()
+        dense_h: list[int] = []
+        dense_g: list[np.ndarray] = []
+        dense_out: list[np.ndarray] = []
+        sparse: list[tuple[Any, IndexedSlices]] = []
+        for v, g in zip(var_list, grads):
+            if g is None:
+                continue
+            if isinstance(g, IndexedSlices):
+                sparse.append((v, g))
+                continue
+            if not isinstance(g, np.ndarray):
+                raise errors.InvalidArgumentError(
+                    None, None, f"gradient for variable '{v.name}' must be a numpy array of "
+                    f"{v.dtype}{list(v.shape)}; got {type(g).__name__}")
+            parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+            if len(parts) > 1 and (g.shape != v.shape or g.dtype != v.dtype
+                                   or not g.flags.c_contiguous):
+                raise errors.InvalidArgumentError(
+                    None, None, f"gradient for variable '{v.name}' must be {v.dtype}"
+                    f"{list(v.shape)} C-contiguous; got {g.dtype}{list(g.shape)}")
+            dense_h.extend(self._handle(p) for p in parts)
+            dense_g.extend(_part_views(v, g) if len(parts) > 1 else [g])
+            cached = self._cache.get(id(v))
+            if cached is not None:
+                dense_out.extend(_part_views(v, cached))
+        gs = op.global_step
+        step_h = self._handle(gs) if gs is not None else -1
+        use_return = op.loss_fn is not None and len(dense_out) == len(dense_h)
+        step = -1
+        try:
+            if dense_h or not sparse:
+                step = self._client.push(dense_h, dense_g, lr, step_h if not sparse else -1, 1,
+                                         dense_out if use_return and dense_h else None)
+            for k, (v, g) in enumerate(sparse):
+                last = k == len(sparse) - 1
+                step = self._push_sparse(v, g, lr, step_h if last else -1)
+        except Exception:
+            self._invalidate(var_list)
+            raise
+        if not use_return:
+            self._invalidate(var_list)
+        for v, _ in sparse:
+            self._invalidate([v])
+        if gs is not None and step >= 0:
+            fresh_steps[id(gs)] = step
+            self._last_step[id(gs)] = step
+        return loss
+
+    def _push_sparse(self, v: Any, g: IndexedSlices, lr: float, step_h: int) -> int:
+        if isinstance(v, PartitionedVariable):
+            raise errors.UnimplementedError(
+                None, None, f"row-sparse gradients for partitioned variable '{v.name}' are not "
+                f"supported yet; push a dense gradient")
+        idx = np.asarray(g.indices)
+        if idx.dtype != np.int64:
+            if idx.dtype.kind not in "iu":
+                raise errors.InvalidArgumentError(
+                    None, None, f"indices for variable '{v.name}' must be integers; got "
+                    f"{idx.dtype}")
+            idx = idx.astype(np.int64)
+        return self._client.push_sparse(self._handle(v), np.ascontiguousarray(idx), g.values,
+                                        lr, step_h, 1)
+
+    def pull_rows(self, var: Variable, ids: Any) -> np.ndarray:
+        """Rows ``ids`` of ``var`` (array [len(ids), *var.shape[1:]]), pulled from its ps task
+        without the rest of the variable (the row pull behind ``psrt.nn.embedding_lookup``).
+
+        Raises:
+            InvalidArgumentError: an id out of range, naming it and its position.
+        """
+        idx = np.ascontiguousarray(np.asarray(ids).reshape(-1), dtype=np.int64)
+        out = np.empty((idx.size,) + tuple(var.shape[1:]), var.dtype)
+        with self._lock:
+            self._client.pull_rows(self._handle(var), idx, out)
+        return out.reshape(np.shape(ids) + tuple(var.shape[1:]))
+
+    # ---- checkpoint support (psrt.checkpoint.Saver) ----------------------------------------
+
+    def _state_items(self, variables: Iterable[Any]) -> list[tuple[str, Any, int]]:
+        """(checkpoint name, variable or partitioned variable, slot) for values and slots."""
+        seen: set[int] = set()
+        items: list[tuple[str, Any, int]] = []
+        for v in variables:
+            if isinstance(v, Variable) and v._partition is not None:
+                v = v._partition[0]
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            items.append((v.name, v, 0))
+            first = v._get_variable_list()[0] if isinstance(v, PartitionedVariable) else v
+            opt = first._optimizer
+            if opt is not None:
+                for i, vname in enumerate(opt._slot_var_names()):
+                    items.append((f"{v.name}/{vname}", v, i + 1))
+                if opt._kernel == "Adam":
+                    items.append((f"{v.name}/{opt.get_name()}/beta_powers", v,
+                                  _core.OPTIMIZER_STATE_SLOT))
+        return items
+
+    def _psrt_expected_state(self, variables: Iterable[Any]) -> dict[str, tuple[tuple[int, ...],
+                                                                                 np.dtype]]:
+        out = {}
+        for name, v, slot in self._state_items(variables):
+            if slot == _core.OPTIMIZER_STATE_SLOT:
+                shape = (len(v._get_variable_list()), 2) if isinstance(v, PartitionedVariable) \
+                    else (2,)
+                out[name] = (shape, np.dtype(np.float64))
+            else:
+                out[name] = (tuple(v.shape), np.dtype(v.dtype))
+        return out
+
+    def _psrt_read_state(self, variables: Iterable[Any]) -> dict[str, np.ndarray]:
+        """Values and optimizer slots of ``variables`` by checkpoint name; one parallel pull
+        per slot index."""
+        expected = self._psrt_expected_state(variables)
+        by_slot: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for name, v, slot in self._state_items(variables):
+                shape, dtype = expected[name]
+                arr = np.empty(shape, dtype)
+                parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+                if slot == _core.OPTIMIZER_STATE_SLOT:
+                    views = [arr.reshape(-1, 2)[k] for k in range(len(parts))]
+                else:
+                    views = _part_views(v, arr)
+                hl, ol = by_slot.setdefault(slot, ([], []))
+                hl.extend(self._handle(p) for p in parts)
+                ol.extend(views)
+                out[name] = arr
+            for slot, (hl, ol) in by_slot.items():
+                self._client.pull(hl, ol, slot)
+        return out
+
+    def _psrt_write_state(self, variables: Iterable[Any], tensors: dict[str, np.ndarray]) -> None:
+        """Assigns values and slots from ``tensors`` (checkpoint names). Slots are written
+        before values so that a variable reads as initialized only once fully restored."""
+        expected = self._psrt_expected_state(variables)
+        by_slot: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        touched = []
+        with self._lock:
+            for name, v, slot in self._state_items(variables):
+                if name not in tensors:
+                    raise errors.NotFoundError(None, None,
+                                               f"Key {name} not found in checkpoint")
+                shape, dtype = expected[name]
+                arr = np.require(np.asarray(tensors[name], dtype=dtype), requirements="C")
+                if arr.shape != shape:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"checkpoint value of '{name}' has shape {list(arr.shape)}; "
+                        f"the variable has shape {list(shape)}")
+                parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+                if slot == _core.OPTIMIZER_STATE_SLOT:
+                    views = [np.ascontiguousarray(arr.reshape(-1, 2)[k]) for k in range(len(parts))]
+                else:
+                    views = _part_views(v, arr)
+                hl, ol = by_slot.setdefault(slot, ([], []))
+                hl.extend(self._handle(p) for p in parts)
+                ol.extend(views)
+                touched.extend(parts)
+            for slot in sorted(by_slot, key=lambda s: (s == 0, s)):
+                hl, ol = by_slot[slot]
+                self._client.assign(hl, ol, slot)
+            self._invalidate(touched)
+
+    def _psrt_worker_done(self) -> None:
+        """Tells every connected task that this worker finished (psrt's job-end opt-in)."""
+        if self._self_task is not None and not self._closed:
+            self._client.worker_done(self._self_task[0], self._self_task[1])
+
+    # ---- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the connections (and a private server). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._client.close()
+        if self._own_server is not None:
+            self._own_server.stop()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
+    """Row ranges of ``arr`` for each part of ``v`` (one view for a plain variable); axis-0
+    slices of a C-contiguous array are C-contiguous, so no copy is made."""
+    if isinstance(v, PartitionedVariable):
+        off = v.offsets
+        return [arr[off[k]:off[k + 1]] for k in range(len(off) - 1)]
+    return [arr]
+
+
+def _feeds_by_name(feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
+    if not feed_dict:
+        return {}
+    out = {}
+    for k, val in feed_dict.items():
+        if isinstance(k, str):
+            name = k
+        elif hasattr(k, "name"):
+            name = k.name
+        else:
+            raise TypeError(f"feed_dict key {k!r} must be a name (str) or have a .name")
+        out[name[:-2] if name.endswith(":0") else name] = val
+    return out

@@ -1,0 +1,38 @@
+"""The ``tf.train`` namespace: re-exports only."""
+
+from psrt.cluster import ClusterSpec, cluster_spec_from_tf_config, task_role_from_tf_config
+from psrt.hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StepCounterHook,
+    StopAtStepHook,
+)
+from psrt.optimizers import (
+    AdagradOptimizer,
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+)
+from psrt.placement import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
+from psrt.server import Server
+from psrt.variables import (
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_")]
