@@ -18,6 +18,27 @@ from psrt.hooks import (
     StepCounterHook,
     StopAtStepHook,
 )
+from psrt.checkpoint import (
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+    update_checkpoint_state,
+)
+from psrt.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SessionManager,
+    SingularMonitoredSession,
+    Supervisor,
+    WorkerSessionCreator,
+)
 from psrt.optimizers import (
     AdagradOptimizer,
     AdamOptimizer,

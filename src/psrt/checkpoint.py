@@ -1,0 +1,1374 @@
+"""Checkpoints: ``tf.train.Saver`` and TF's checkpoint utilities over safetensors files.
+
+A psrt checkpoint is ONE safetensors file (``model.ckpt-STEP``, no ``.index``/``.data``
+pair) holding every variable, every optimizer slot (``"W/Adagrad"``, ``"W/Momentum"``,
+``"W/Adam"``, ``"W/Adam_1"``) and any optimizer non-slot state (``"beta1_power"``) under
+its TF name. Tensors are addressed by name, never by ps task, so a checkpoint written by
+a cluster with 2 ps tasks restores into 1 or 3. The files open with the plain
+``safetensors`` library; their header metadata is ``{"format": "psrt-ckpt-1"}`` plus
+``"global_step"`` when the Saver was given one.
+
+Next to the checkpoints, the ``checkpoint`` state file is TF's ``CheckpointState`` in
+protobuf text format::
+
+    model_checkpoint_path: "/train/model.ckpt-150"
+    all_model_checkpoint_paths: "/train/model.ckpt-100"
+    all_model_checkpoint_paths: "/train/model.ckpt-150"
+
+Writes are crash safe: each file is written under a temporary name in its final
+directory, flushed and fsynced, renamed over the final name with ``os.replace`` and the
+directory fsynced; the state file is written the same way and LAST. A process killed
+mid-save leaves the previous checkpoint and the previous state file whole, and
+:func:`latest_checkpoint` keeps naming a loadable file. Temporary files left by a dead
+process on this host are removed by the next write into that directory.
+
+How :class:`Saver` talks to the session (duck-typed; psrt's session implements it):
+
+* ``sess._psrt_read_state(variables) -> dict[str, np.ndarray]``: the values of the given
+  Variables, of their optimizer slots and of the optimizer's non-slot state, keyed by
+  checkpoint name (``"W"``, ``"W/Adam"``, ``"beta1_power"``).
+* ``sess._psrt_expected_state(variables) -> dict[str, (tuple[int, ...], np.dtype)]``: the
+  names, shapes and dtypes that ``_psrt_write_state`` would assign.
+* ``sess._psrt_write_state(variables, tensors: dict[str, np.ndarray]) -> None``: assigns
+  the variables and their slots from ``tensors`` (keys as above).
+* ``sess.run(global_step_variable)``: the step, convertible with ``int``.
+
+Variables are objects with ``.name`` (str, no ``":0"`` suffix), ``.shape`` (tuple) and
+``.dtype`` (numpy dtype).
+
+Public names and behaviour copy TF 1.x: ``tensorflow/python/training/saver.py``,
+``tensorflow/python/checkpoint/checkpoint_management.py`` and
+``tensorflow/python/training/checkpoint_utils.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from psrt import errors
+
+__all__ = [
+    "CheckpointReader",
+    "CheckpointState",
+    "Saver",
+    "checkpoint_exists",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_checkpoint_state",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "read_checkpoint_file",
+    "remove_checkpoint",
+    "update_checkpoint_state",
+    "write_checkpoint_file",
+]
+
+_logger = logging.getLogger(__name__)
+
+FORMAT = "psrt-ckpt-1"
+"""Value of the ``"format"`` metadata key in every checkpoint psrt writes."""
+
+_DEFAULT_LATEST_FILENAME = "checkpoint"
+
+# safetensors' dtype tags and the numpy dtypes psrt writes and reads (safetensors also
+# knows bfloat16 and float8 types, which numpy cannot hold).
+_SAFETENSORS_DTYPES = {
+    "BOOL": np.dtype(np.bool_),
+    "U8": np.dtype(np.uint8),
+    "I8": np.dtype(np.int8),
+    "U16": np.dtype(np.uint16),
+    "I16": np.dtype(np.int16),
+    "U32": np.dtype(np.uint32),
+    "I32": np.dtype(np.int32),
+    "U64": np.dtype(np.uint64),
+    "I64": np.dtype(np.int64),
+    "F16": np.dtype(np.float16),
+    "F32": np.dtype(np.float32),
+    "F64": np.dtype(np.float64),
+    "C64": np.dtype(np.complex64),
+}
+_SUPPORTED_DTYPES = frozenset(_SAFETENSORS_DTYPES.values())
+_SUPPORTED_DTYPE_NAMES = ", ".join(sorted(d.name for d in _SUPPORTED_DTYPES))
+
+
+# --------------------------------------------------------------------------------------
+# Crash-safe file writes.
+
+_TEMP_MARK = ".psrt-tmp-"
+# ".<final name>.psrt-tmp-<host>-<pid>-<8 hex>"; the host may itself contain "-".
+_TEMP_RE = re.compile(r"^\.(?P<final>.+)\.psrt-tmp-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{8}$")
+
+
+def _host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "localhost"
+
+
+def _temp_path(path: str) -> str:
+    directory, base = os.path.split(path)
+    name = ".%s%s%s-%d-%s" % (base, _TEMP_MARK, _host_tag(), os.getpid(), uuid.uuid4().hex[:8])
+    return os.path.join(directory, name)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_temp_files(directory: str) -> None:
+    """Deletes temporary files that a dead process on this host left in ``directory``.
+
+    Only files named by :func:`_temp_path` whose host is this host and whose pid is not
+    a live process are removed, so a concurrent writer (another live process, or a
+    process on another machine sharing the directory) is never disturbed. Skipped on
+    Windows, where ``os.kill(pid, 0)`` would terminate the process.
+    """
+    if os.name == "nt":
+        return
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return
+    host = _host_tag()
+    me = os.getpid()
+    for name in names:
+        if _TEMP_MARK not in name:
+            continue
+        m = _TEMP_RE.match(name)
+        if m is None or m.group("host") != host:
+            continue
+        pid = int(m.group("pid"))
+        if pid == me or _pid_alive(pid):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            _logger.info("Removed %s, left by dead process %d", name, pid)
+        except OSError:
+            pass
+
+
+def _os_error(exc: OSError, what: str, path: str) -> errors.OpError:
+    """Maps an OSError to the psrt.errors class TF's file_io raises for that errno."""
+    code = exc.errno
+    if code == errno.ENOENT:
+        cls = errors.NotFoundError
+    elif code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        cls = errors.PermissionDeniedError
+    elif code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG):
+        cls = errors.ResourceExhaustedError
+    elif code in (errno.EISDIR, errno.ENOTDIR):
+        cls = errors.FailedPreconditionError
+    else:
+        cls = errors.UnknownError
+    reason = exc.strerror or str(exc)
+    return cls(None, None, "%s %r failed: %s (errno %s)" % (what, path, reason, code))
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Makes a rename in ``directory`` durable. A no-op where directories cannot be
+    opened (Windows) or the file system rejects fsync on them (EINVAL)."""
+    if os.name == "nt":
+        return
+    fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: str, write_temp) -> None:
+    """Writes ``path`` through a temporary file: ``write_temp(tmp)``, fsync, rename, fsync
+    of the directory. On any failure the temporary file is removed and ``path`` is left
+    as it was."""
+    directory = os.path.dirname(path)
+    _remove_stale_temp_files(directory)
+    tmp = _temp_path(path)
+    try:
+        try:
+            write_temp(tmp)
+            _fsync_path(tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        _fsync_dir(directory)
+    except OSError as e:
+        raise _os_error(e, "Writing", path) from e
+
+
+def _normalize_tensor(name, value) -> np.ndarray:
+    if not isinstance(name, str) or not name:
+        raise TypeError("Checkpoint tensor names must be non-empty str; got %r" % (name,))
+    if name == "__metadata__":
+        raise ValueError("'__metadata__' is reserved by safetensors and cannot name a tensor")
+    arr = np.asarray(value)
+    if arr.dtype.newbyteorder("=") not in _SUPPORTED_DTYPES:
+        raise TypeError("dtype %s not supported for checkpoint tensor %r; expected one of: %s"
+                        % (arr.dtype, name, _SUPPORTED_DTYPE_NAMES))
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    # safetensors.numpy reads raw memory from data pointer and nbytes: it must be dense.
+    # (Not np.ascontiguousarray, which turns a 0-d scalar into shape (1,).)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return arr
+
+
+def write_checkpoint_file(path, tensors, metadata=None) -> None:
+    """Writes one safetensors checkpoint file atomically.
+
+    The file is written under a temporary name in the same directory, flushed, fsynced
+    and renamed over ``path``, then the directory is fsynced. A crash at any point leaves
+    either the old ``path`` (or none) or the complete new one, never a torn file.
+
+    Args:
+        path: Final file path (str or os.PathLike). Its directory must exist.
+        tensors: Mapping of tensor name (non-empty str) to array-like. Arrays may have any
+            shape, including 0-d scalars; dtype must be one of bool, int8..int64,
+            uint8..uint64, float16, float32, float64, complex64. Non-contiguous or
+            big-endian arrays are copied to the dense little-endian layout safetensors
+            stores.
+        metadata: Optional mapping of str to str stored in the safetensors header.
+            ``"format": "psrt-ckpt-1"`` is added unless given.
+
+    Raises:
+        TypeError: A name, value dtype or metadata entry has the wrong type.
+        ValueError: A tensor is named ``"__metadata__"`` (reserved by safetensors).
+        psrt.errors.NotFoundError: The directory of ``path`` does not exist.
+        psrt.errors.PermissionDeniedError: The directory is not writable.
+        psrt.errors.ResourceExhaustedError: The disk is full.
+    """
+    path = os.fspath(path)
+    if not isinstance(tensors, Mapping):
+        raise TypeError("tensors must be a mapping of name to numpy array; got %s"
+                        % type(tensors).__name__)
+    arrays = {name: _normalize_tensor(name, value) for name, value in tensors.items()}
+    meta = {"format": FORMAT}
+    if metadata is not None:
+        if not isinstance(metadata, Mapping):
+            raise TypeError("metadata must be a mapping of str to str; got %s"
+                            % type(metadata).__name__)
+        for k, v in metadata.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TypeError("metadata must map str to str; got %r: %r" % (k, v))
+        meta.update(metadata)
+
+    # safetensors.numpy.save_file is not used: it renames its own ".tmpXXXXXX" file into
+    # place, which a crash would leave behind under a name psrt cannot recognise.
+    data = safetensors.numpy.save(arrays, metadata=meta)
+
+    def write(tmp):
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+
+    _atomic_write(path, write)
+
+
+def _open_checkpoint(path: str):
+    """Opens a safetensors file, mapping failures to TF's reader errors."""
+    try:
+        return safetensors.safe_open(path, framework="np")
+    except FileNotFoundError as e:
+        raise errors.NotFoundError(
+            None, None, "Unsuccessful checkpoint read: failed to find any matching files for "
+            "%r: %s" % (path, e.strerror or e)) from e
+    except OSError as e:
+        raise _os_error(e, "Opening checkpoint", path) from e
+    except safetensors.SafetensorError as e:
+        raise errors.DataLossError(
+            None, None, "Checkpoint %r is not a valid safetensors file: %s" % (path, e)) from e
+
+
+def read_checkpoint_file(path) -> dict[str, np.ndarray]:
+    """Reads every tensor of a safetensors checkpoint file.
+
+    Args:
+        path: The checkpoint file (str or os.PathLike), e.g. ``"/train/model.ckpt-150"``.
+
+    Returns:
+        A dict of tensor name to a new, writable numpy array, in name order.
+
+    Raises:
+        psrt.errors.NotFoundError: ``path`` does not exist.
+        psrt.errors.DataLossError: ``path`` is not a whole safetensors file.
+    """
+    path = os.fspath(path)
+    with _open_checkpoint(path) as f:
+        try:
+            return {name: f.get_tensor(name) for name in sorted(f.keys())}
+        except safetensors.SafetensorError as e:
+            raise errors.DataLossError(
+                None, None, "Checkpoint %r could not be read: %s" % (path, e)) from e
+
+
+# --------------------------------------------------------------------------------------
+# The CheckpointState proto and its text format.
+
+class CheckpointState:
+    """The contents of the ``checkpoint`` state file, as TF's ``CheckpointState`` proto.
+
+    ``str(state)`` is the protobuf text format TF writes, one field per line.
+
+    Attributes:
+        model_checkpoint_path: Path of the latest checkpoint (str).
+        all_model_checkpoint_paths: Paths of all not-yet-deleted checkpoints, oldest
+            first; the last one is ``model_checkpoint_path`` (list of str).
+        all_model_checkpoint_timestamps: Creation times of those checkpoints in seconds
+            since the Epoch, or empty (list of float).
+        last_preserved_timestamp: Seconds since the Epoch when the last checkpoint kept
+            by ``keep_checkpoint_every_n_hours`` was written; 0.0 when unset (float).
+    """
+
+    __slots__ = ("model_checkpoint_path", "all_model_checkpoint_paths",
+                 "all_model_checkpoint_timestamps", "last_preserved_timestamp")
+
+    def __init__(self, model_checkpoint_path: str = "", all_model_checkpoint_paths=None,
+                 all_model_checkpoint_timestamps=None,
+                 last_preserved_timestamp: float | None = None) -> None:
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths or [])
+        self.all_model_checkpoint_timestamps = [
+            float(t) for t in (all_model_checkpoint_timestamps or [])]
+        self.last_preserved_timestamp = float(last_preserved_timestamp or 0.0)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, CheckpointState):
+            return NotImplemented
+        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "CheckpointState(%s)" % ", ".join(
+            "%s=%r" % (a, getattr(self, a)) for a in self.__slots__)
+
+    def __str__(self) -> str:
+        lines = []
+        if self.model_checkpoint_path:
+            lines.append("model_checkpoint_path: %s" % _quote(self.model_checkpoint_path))
+        for p in self.all_model_checkpoint_paths:
+            lines.append("all_model_checkpoint_paths: %s" % _quote(p))
+        for t in self.all_model_checkpoint_timestamps:
+            lines.append("all_model_checkpoint_timestamps: %s" % _format_double(t))
+        if self.last_preserved_timestamp:
+            lines.append("last_preserved_timestamp: %s"
+                         % _format_double(self.last_preserved_timestamp))
+        return "".join(line + "\n" for line in lines)
+
+
+_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x27: "\\'", 0x5C: "\\\\"}
+
+
+def _quote(s: str) -> str:
+    """A string literal as protobuf's text format writes it (CEscape, as_utf8=False)."""
+    out = []
+    for b in s.encode("utf-8"):
+        if b in _ESCAPES:
+            out.append(_ESCAPES[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append("\\%03o" % b)
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
+
+
+def _format_double(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(float(x))
+
+
+class _ParseError(ValueError):
+    pass
+
+
+_TOKEN_RE = re.compile(r"""
+    (?P<space>\s+|\#[^\n]*)
+  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<num>[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fF]?|(?:inf(?:inity)?|nan)\b))
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<punct>[:\[\],;])
+""", re.VERBOSE | re.IGNORECASE)
+
+_SIMPLE_UNESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, '"': 0x22, "'": 0x27, "\\": 0x5C,
+                     "a": 0x07, "b": 0x08, "f": 0x0C, "v": 0x0B, "?": 0x3F}
+
+
+def _unquote(literal: str) -> bytes:
+    body = literal[1:-1]
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out += c.encode("utf-8")
+            i += 1
+            continue
+        i += 1
+        if i >= len(body):
+            raise _ParseError("string ends in a lone backslash: %s" % literal)
+        c = body[i]
+        if c in _SIMPLE_UNESCAPES:
+            out.append(_SIMPLE_UNESCAPES[c])
+            i += 1
+        elif c in "01234567":
+            j = i
+            while j < len(body) and j < i + 3 and body[j] in "01234567":
+                j += 1
+            out.append(int(body[i:j], 8) & 0xFF)
+            i = j
+        elif c in "xX":
+            j = i + 1
+            while j < len(body) and j < i + 3 and body[j] in "0123456789abcdefABCDEF":
+                j += 1
+            if j == i + 1:
+                raise _ParseError("\\x without hex digits in %s" % literal)
+            out.append(int(body[i + 1:j], 16))
+            i = j
+        elif c in "uU":
+            n = 4 if c == "u" else 8
+            digits = body[i + 1:i + 1 + n]
+            if len(digits) != n or not re.fullmatch(r"[0-9a-fA-F]+", digits):
+                raise _ParseError("bad \\%s escape in %s" % (c, literal))
+            out += chr(int(digits, 16)).encode("utf-8")
+            i += 1 + n
+        else:
+            raise _ParseError("invalid escape \\%s in %s" % (c, literal))
+    return bytes(out)
+
+
+# field name -> (kind, repeated)
+_STATE_FIELDS = {
+    "model_checkpoint_path": ("str", False),
+    "all_model_checkpoint_paths": ("str", True),
+    "all_model_checkpoint_timestamps": ("float", True),
+    "last_preserved_timestamp": ("float", False),
+}
+
+
+def _tokenize(text: str):
+    pos = 0
+    tokens = []
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            raise _ParseError("unexpected character %r at offset %d" % (text[pos], pos))
+        pos = m.end()
+        if m.lastgroup != "space":
+            tokens.append((m.lastgroup, m.group()))
+    return tokens
+
+
+def _parse_checkpoint_state(text: str) -> CheckpointState:
+    """Parses ``CheckpointState`` text format as protobuf's ``text_format.Merge`` does:
+    fields in any order, a singular field given twice keeps the last value, adjacent
+    string literals concatenate, ``[a, b]`` lists for repeated fields, ``#`` comments.
+
+    Raises:
+        _ParseError: Unknown field, bad literal or bad syntax.
+    """
+    tokens = _tokenize(text)
+    state = CheckpointState()
+    i = 0
+
+    def value(kind):
+        nonlocal i
+        if i >= len(tokens):
+            raise _ParseError("expected a value at end of input")
+        tok_kind, tok = tokens[i]
+        if kind == "str":
+            if tok_kind != "str":
+                raise _ParseError("expected a string literal, got %r" % tok)
+            raw = b""
+            while i < len(tokens) and tokens[i][0] == "str":
+                raw += _unquote(tokens[i][1])
+                i += 1
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _ParseError("string field is not valid UTF-8: %s" % e) from e
+        if tok_kind == "num" or (tok_kind == "ident" and tok.lower() in ("inf", "infinity", "nan")):
+            i += 1
+            t = tok.lower()
+            if t.endswith("f") and not t.endswith("inf"):
+                t = t[:-1]
+            try:
+                return float(t)
+            except ValueError as e:
+                raise _ParseError("bad number %r" % tok) from e
+        raise _ParseError("expected a number, got %r" % tok)
+
+    while i < len(tokens):
+        kind, name = tokens[i]
+        if kind != "ident":
+            raise _ParseError("expected a field name, got %r" % name)
+        if name not in _STATE_FIELDS:
+            raise _ParseError("message type \"tensorflow.CheckpointState\" has no field named "
+                              "\"%s\"" % name)
+        field_kind, repeated = _STATE_FIELDS[name]
+        i += 1
+        if i >= len(tokens) or tokens[i][1] != ":":
+            raise _ParseError("expected ':' after field %s" % name)
+        i += 1
+        if repeated and i < len(tokens) and tokens[i][1] == "[":
+            i += 1
+            values = []
+            if i < len(tokens) and tokens[i][1] == "]":
+                i += 1
+            else:
+                while True:
+                    values.append(value(field_kind))
+                    if i < len(tokens) and tokens[i][1] == ",":
+                        i += 1
+                        continue
+                    if i < len(tokens) and tokens[i][1] == "]":
+                        i += 1
+                        break
+                    raise _ParseError("expected ',' or ']' in the list for %s" % name)
+        else:
+            values = [value(field_kind)]
+        if repeated:
+            getattr(state, name).extend(values)
+        else:
+            setattr(state, name, values[-1])
+        if i < len(tokens) and tokens[i][1] in (",", ";"):
+            i += 1
+    return state
+
+
+# --------------------------------------------------------------------------------------
+# checkpoint_management
+
+def _get_checkpoint_filename(save_dir: str, latest_filename: str | None) -> str:
+    if latest_filename is None:
+        latest_filename = _DEFAULT_LATEST_FILENAME
+    return os.path.join(save_dir, latest_filename)
+
+
+def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
+                                    all_model_checkpoint_paths=None,
+                                    all_model_checkpoint_timestamps=None,
+                                    last_preserved_timestamp=None) -> CheckpointState:
+    """Builds a :class:`CheckpointState`, as ``tf.train.generate_checkpoint_state_proto``.
+
+    ``model_checkpoint_path`` is appended to ``all_model_checkpoint_paths`` unless it is
+    already the last entry. When ``save_dir`` is relative, relative paths are rewritten
+    relative to ``save_dir`` (TF's rule), so ``("ckpt", "ckpt/model.ckpt-5")`` records
+    ``"model.ckpt-5"``; absolute paths are kept as given.
+
+    Args:
+        save_dir: Directory of the state file (str).
+        model_checkpoint_path: The latest checkpoint (str).
+        all_model_checkpoint_paths: Not-yet-deleted checkpoints, oldest first (list of
+            str), or None.
+        all_model_checkpoint_timestamps: Their creation times in seconds since the Epoch
+            (list of float), or None.
+        last_preserved_timestamp: Seconds since the Epoch of the last checkpoint kept by
+            ``keep_checkpoint_every_n_hours``, or None.
+
+    Returns:
+        A new CheckpointState.
+
+    Raises:
+        ValueError: Timestamps are given and their count differs from the paths'.
+    """
+    save_dir = os.fspath(save_dir)
+    model_checkpoint_path = os.fspath(model_checkpoint_path)
+    paths = [os.fspath(p) for p in (all_model_checkpoint_paths or [])]
+    if not paths or paths[-1] != model_checkpoint_path:
+        _logger.info("%s is not in all_model_checkpoint_paths. Manually adding it.",
+                      model_checkpoint_path)
+        paths.append(model_checkpoint_path)
+    if all_model_checkpoint_timestamps and len(all_model_checkpoint_timestamps) != len(paths):
+        raise ValueError("Checkpoint timestamps, if provided, must match checkpoint paths "
+                         "(got paths %s and timestamps %s)"
+                         % (paths, list(all_model_checkpoint_timestamps)))
+    if not os.path.isabs(save_dir):
+        base = save_dir or os.curdir
+        if not os.path.isabs(model_checkpoint_path):
+            model_checkpoint_path = os.path.relpath(model_checkpoint_path, base)
+        paths = [p if os.path.isabs(p) else os.path.relpath(p, base) for p in paths]
+    return CheckpointState(model_checkpoint_path, paths, all_model_checkpoint_timestamps,
+                           last_preserved_timestamp)
+
+
+def _update_checkpoint_state_internal(save_dir, model_checkpoint_path,
+                                      all_model_checkpoint_paths=None, latest_filename=None,
+                                      save_relative_paths=False,
+                                      all_model_checkpoint_timestamps=None,
+                                      last_preserved_timestamp=None) -> None:
+    save_dir = os.fspath(save_dir)
+    model_checkpoint_path = os.fspath(model_checkpoint_path)
+    paths = [os.fspath(p) for p in (all_model_checkpoint_paths or [])]
+    state_file = _get_checkpoint_filename(save_dir, latest_filename)
+    if save_relative_paths:
+        base = save_dir or os.curdir
+        if os.path.isabs(model_checkpoint_path):
+            model_checkpoint_path = os.path.relpath(model_checkpoint_path, base)
+        paths = [os.path.relpath(p, base) if os.path.isabs(p) else p for p in paths]
+    state = generate_checkpoint_state_proto(
+        save_dir, model_checkpoint_path, all_model_checkpoint_paths=paths,
+        all_model_checkpoint_timestamps=all_model_checkpoint_timestamps,
+        last_preserved_timestamp=last_preserved_timestamp)
+    if state_file == state.model_checkpoint_path:
+        raise RuntimeError("Save path '%s' conflicts with path used for checkpoint state.  "
+                           "Please use a different save path." % model_checkpoint_path)
+    text = str(state)
+
+    def write(tmp):
+        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+    _atomic_write(state_file, write)
+
+
+def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
+                            latest_filename=None, all_model_checkpoint_timestamps=None,
+                            last_preserved_timestamp=None) -> None:
+    """Atomically rewrites the ``checkpoint`` state file, as ``tf.train.update_checkpoint_state``.
+
+    Paths are recorded as given (absolute stay absolute); with a relative ``save_dir``
+    relative paths are rewritten relative to it (see
+    :func:`generate_checkpoint_state_proto`). The file is written to a temporary name,
+    fsynced and renamed, so readers see the old or the new state, never a torn one.
+
+    Args:
+        save_dir: Directory holding the checkpoints and the state file (str).
+        model_checkpoint_path: The latest checkpoint (str).
+        all_model_checkpoint_paths: Not-yet-deleted checkpoints, oldest first; if the
+            last is not ``model_checkpoint_path`` that path is appended (list of str).
+        latest_filename: Name of the state file in ``save_dir``; default ``"checkpoint"``.
+        all_model_checkpoint_timestamps: Creation times, seconds since the Epoch.
+        last_preserved_timestamp: Seconds since the Epoch of the last checkpoint kept by
+            ``keep_checkpoint_every_n_hours``.
+
+    Raises:
+        RuntimeError: ``model_checkpoint_path`` is the state file's own path.
+        ValueError: Timestamps given with a different count from the paths.
+        psrt.errors.NotFoundError: ``save_dir`` does not exist.
+    """
+    _update_checkpoint_state_internal(
+        save_dir, model_checkpoint_path, all_model_checkpoint_paths, latest_filename,
+        save_relative_paths=False,
+        all_model_checkpoint_timestamps=all_model_checkpoint_timestamps,
+        last_preserved_timestamp=last_preserved_timestamp)
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointState | None:
+    """Reads the ``checkpoint`` state file, as ``tf.train.get_checkpoint_state``.
+
+    Relative paths in the file are joined to ``checkpoint_dir`` (TF's
+    ``os.path.join(checkpoint_dir, p)``; absolute paths are returned unchanged), so a
+    directory saved with relative paths can be moved and still read.
+
+    Args:
+        checkpoint_dir: The directory of checkpoints (str or os.PathLike).
+        latest_filename: Name of the state file; default ``"checkpoint"``.
+
+    Returns:
+        A CheckpointState, or None when the file does not exist, cannot be read or does
+        not parse (logged as a warning, as TF).
+
+    Raises:
+        ValueError: The file parses but has no ``model_checkpoint_path``.
+    """
+    checkpoint_dir = os.fspath(checkpoint_dir)
+    state_file = _get_checkpoint_filename(checkpoint_dir, latest_filename)
+    try:
+        with open(state_file, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _logger.warning("%s: %s: Checkpoint ignored", state_file, e)
+        return None
+    try:
+        state = _parse_checkpoint_state(raw.decode("utf-8"))
+    except (_ParseError, UnicodeDecodeError) as e:
+        _logger.warning("%s: %s: Checkpoint ignored", state_file, e)
+        return None
+    if not state.model_checkpoint_path:
+        raise ValueError("Invalid checkpoint state loaded from " + checkpoint_dir)
+    if not os.path.isabs(state.model_checkpoint_path):
+        state.model_checkpoint_path = os.path.join(checkpoint_dir, state.model_checkpoint_path)
+    state.all_model_checkpoint_paths = [
+        p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+        for p in state.all_model_checkpoint_paths]
+    return state
+
+
+def checkpoint_exists(checkpoint_prefix) -> bool:
+    """Whether a checkpoint file exists at ``checkpoint_prefix``, as ``tf.train.checkpoint_exists``.
+
+    Args:
+        checkpoint_prefix: A path returned by :meth:`Saver.save` or
+            :func:`latest_checkpoint` (in psrt the prefix is the file itself).
+
+    Returns:
+        True if ``checkpoint_prefix`` is an existing regular file.
+    """
+    return os.path.isfile(os.fspath(checkpoint_prefix))
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
+    """Finds the latest saved checkpoint, as ``tf.train.latest_checkpoint``.
+
+    Args:
+        checkpoint_dir: Directory where the checkpoints were saved.
+        latest_filename: Name of the state file; default ``"checkpoint"`` (see
+            :meth:`Saver.save`).
+
+    Returns:
+        The path of the latest checkpoint, or None when there is no state file or the
+        file it names does not exist (logged, as TF).
+    """
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if state and state.model_checkpoint_path:
+        if checkpoint_exists(state.model_checkpoint_path):
+            return state.model_checkpoint_path
+        _logger.error("Couldn't match files for checkpoint %s", state.model_checkpoint_path)
+    return None
+
+
+def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
+    """Modification times of the existing checkpoints, as ``tf.train.get_checkpoint_mtimes``.
+
+    Args:
+        checkpoint_prefixes: Checkpoint paths (list of str).
+
+    Returns:
+        The mtimes in seconds since the Epoch (float) of those that exist, in order;
+        missing ones are skipped, so the list may be shorter than the input.
+    """
+    mtimes = []
+    for p in checkpoint_prefixes:
+        try:
+            mtimes.append(os.stat(os.fspath(p)).st_mtime_ns / 1e9)
+        except OSError:
+            pass
+    return mtimes
+
+
+def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2,
+                      meta_graph_suffix="meta") -> None:
+    """Deletes a checkpoint file, as ``tf.train.remove_checkpoint``.
+
+    Also deletes ``checkpoint_prefix + "." + meta_graph_suffix`` if one exists (psrt
+    writes none). A missing file is not an error. ``checkpoint_format_version`` is
+    accepted for TF's signature and ignored.
+    """
+    prefix = os.fspath(checkpoint_prefix)
+    for path in (prefix, prefix + "." + meta_graph_suffix):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+# --------------------------------------------------------------------------------------
+# checkpoint_utils
+
+class CheckpointReader:
+    """Reads tensors from one checkpoint file, as TF's ``CheckpointReader``.
+
+    The header (names, shapes, dtypes) is read once on construction; each
+    :meth:`get_tensor` reads that tensor's bytes from the file.
+
+    Args:
+        path: The checkpoint file (str or os.PathLike).
+
+    Raises:
+        psrt.errors.NotFoundError: ``path`` does not exist.
+        psrt.errors.DataLossError: ``path`` is not a whole safetensors file.
+    """
+
+    def __init__(self, path) -> None:
+        self._path = os.fspath(path)
+        with _open_checkpoint(self._path) as f:
+            self._metadata = dict(f.metadata() or {})
+            self._shapes = {}
+            self._dtypes = {}
+            for name in f.keys():
+                s = f.get_slice(name)
+                tag = s.get_dtype()
+                if tag not in _SAFETENSORS_DTYPES:
+                    raise errors.UnimplementedError(
+                        None, None, "Tensor %r in checkpoint %r has dtype %s, which numpy "
+                        "cannot hold; supported: %s" % (name, self._path, tag,
+                                                        ", ".join(_SAFETENSORS_DTYPES)))
+                self._shapes[name] = [int(d) for d in s.get_shape()]
+                self._dtypes[name] = _SAFETENSORS_DTYPES[tag]
+
+    @property
+    def path(self) -> str:
+        """The checkpoint file this reader reads (str)."""
+        return self._path
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The safetensors header metadata, e.g. ``{"format": "psrt-ckpt-1",
+        "global_step": "150"}`` (dict of str to str; a copy)."""
+        return dict(self._metadata)
+
+    def has_tensor(self, name: str) -> bool:
+        """Whether the checkpoint holds a tensor named ``name``."""
+        return name in self._shapes
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Tensor name to shape (list of int; ``[]`` for a scalar)."""
+        return {n: list(s) for n, s in self._shapes.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, np.dtype]:
+        """Tensor name to numpy dtype (TF returns a ``tf.DType``)."""
+        return dict(self._dtypes)
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """Reads one tensor.
+
+        Args:
+            name: Tensor name, e.g. ``"W"`` or ``"W/Adam"``.
+
+        Returns:
+            A new, writable numpy array with the stored shape and dtype.
+
+        Raises:
+            psrt.errors.NotFoundError: No tensor ``name`` ("Key W not found in
+                checkpoint", TF's message), or the file has since been deleted.
+            psrt.errors.DataLossError: The file has been corrupted since it was opened.
+        """
+        return self._get_tensors([name])[name]
+
+    def _get_tensors(self, names) -> dict[str, np.ndarray]:
+        for name in names:
+            if name not in self._shapes:
+                raise errors.NotFoundError(
+                    None, None, "Key %s not found in checkpoint %s" % (name, self._path))
+        with _open_checkpoint(self._path) as f:
+            try:
+                return {name: f.get_tensor(name) for name in names}
+            except safetensors.SafetensorError as e:
+                raise errors.DataLossError(
+                    None, None, "Checkpoint %r could not be read: %s" % (self._path, e)) from e
+
+    def debug_string(self) -> bytes:
+        """One ``name (dtype) [shape]`` line per tensor, in name order (bytes, as TF)."""
+        return "".join("%s (%s) %s\n" % (n, self._dtypes[n].name, self._shapes[n])
+                       for n in sorted(self._shapes)).encode("utf-8")
+
+    def __repr__(self) -> str:
+        return "CheckpointReader(%r, %d tensors)" % (self._path, len(self._shapes))
+
+
+def _get_checkpoint_filename_for(ckpt_dir_or_file) -> str | None:
+    ckpt_dir_or_file = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(ckpt_dir_or_file):
+        return latest_checkpoint(ckpt_dir_or_file)
+    return ckpt_dir_or_file
+
+
+def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
+    """Returns a reader for a checkpoint, as ``tf.train.load_checkpoint``.
+
+    Args:
+        ckpt_dir_or_file: A checkpoint file, or a directory whose ``checkpoint`` state
+            file names the latest one.
+
+    Returns:
+        A :class:`CheckpointReader`.
+
+    Raises:
+        ValueError: A directory with no state file, or whose latest checkpoint is gone.
+        psrt.errors.NotFoundError: ``ckpt_dir_or_file`` is neither a directory nor a file.
+        psrt.errors.DataLossError: The file is not a whole safetensors file.
+    """
+    filename = _get_checkpoint_filename_for(ckpt_dir_or_file)
+    if filename is None:
+        raise ValueError("Couldn't find 'checkpoint' file or checkpoints in given directory %s"
+                         % os.fspath(ckpt_dir_or_file))
+    return CheckpointReader(filename)
+
+
+def load_variable(ckpt_dir_or_file, name: str) -> np.ndarray:
+    """Reads one tensor from a checkpoint, as ``tf.train.load_variable``.
+
+    Args:
+        ckpt_dir_or_file: A checkpoint file or a directory (see :func:`load_checkpoint`).
+        name: Tensor name; a TF-style ``":0"`` suffix is dropped.
+
+    Returns:
+        A numpy array.
+
+    Raises:
+        psrt.errors.NotFoundError: No such tensor or file.
+        ValueError: A directory without checkpoints.
+    """
+    if name.endswith(":0"):
+        name = name[:-2]
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
+def list_variables(ckpt_dir_or_file) -> list[tuple[str, list[int]]]:
+    """Lists the tensors of a checkpoint, as ``tf.train.list_variables``.
+
+    Args:
+        ckpt_dir_or_file: A checkpoint file or a directory (see :func:`load_checkpoint`).
+
+    Returns:
+        ``[(name, shape), ...]`` sorted by name; shape is a list of int.
+    """
+    shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
+    return [(name, shapes[name]) for name in sorted(shapes)]
+
+
+# --------------------------------------------------------------------------------------
+# Saver
+
+_RESTORE_MISSING = (
+    "Restoring from checkpoint failed. This is most likely due to a Variable name or other "
+    "graph key that is missing from the checkpoint. Please ensure that you have not altered "
+    "the graph expected based on the checkpoint. Original error:\n\n")
+_RESTORE_MISMATCH = (
+    "Restoring from checkpoint failed. This is most likely due to a mismatch between the "
+    "current graph and the graph from the checkpoint. Please ensure that you have not "
+    "altered the graph expected based on the checkpoint. Original error:\n\n")
+
+
+def _shape_str(shape) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _names_preview(names, limit=20) -> str:
+    names = sorted(names)
+    head = ", ".join(repr(n) for n in names[:limit])
+    if len(names) > limit:
+        head += ", ... (%d more)" % (len(names) - limit)
+    return "[" + head + "]"
+
+
+def _check_variable(v, where: str) -> None:
+    if not isinstance(getattr(v, "name", None), str):
+        raise TypeError("Variables to save should be passed in a dict or a list of psrt "
+                        "Variables (objects with a str .name); %s is %r" % (where, v))
+
+
+def _var_list_to_pairs(var_list) -> list[tuple[str, object]]:
+    """``var_list`` as ``[(checkpoint name, variable)]``, validated as TF's
+    ``op_list_to_dict`` (unique names, list or dict)."""
+    if isinstance(var_list, Mapping):
+        pairs = []
+        for key, v in var_list.items():
+            if not isinstance(key, str):
+                raise TypeError("var_list dict keys must be str checkpoint names; got %r" % (key,))
+            _check_variable(v, "var_list[%r]" % key)
+            pairs.append((key, v))
+    elif isinstance(var_list, (list, tuple, set, frozenset)):
+        pairs = []
+        for i, v in enumerate(var_list):
+            _check_variable(v, "var_list[%d]" % i)
+            pairs.append((v.name, v))
+    else:
+        raise TypeError("Variables to save should be passed in a dict or a list: %r"
+                        % (var_list,))
+    seen_keys = set()
+    seen_vars: dict[str, str] = {}
+    for key, v in pairs:
+        if key in seen_keys:
+            raise ValueError("At least two variables have the same name: %s" % key)
+        seen_keys.add(key)
+        if v.name in seen_vars:
+            raise ValueError("Variable %r appears twice in var_list, as %r and %r"
+                             % (v.name, seen_vars[v.name], key))
+        seen_vars[v.name] = key
+    return pairs
+
+
+class Saver:
+    """Saves and restores variables and their optimizer state, as ``tf.train.Saver``.
+
+    A checkpoint is one safetensors file holding each variable under its checkpoint name
+    (its ``.name``, or the dict key when ``var_list`` is a dict), each of its optimizer
+    slots under ``"<name>/<slot>"`` (``"W/Adam"``, ``"W/Adam_1"``, ``"W/Momentum"``,
+    ``"W/Adagrad"``) and the optimizer's non-slot state (``"beta1_power"``) as the
+    session names it. Restore matches by name only, so it works for any number and
+    placement of ps tasks.
+
+    Example::
+
+        saver = psrt.train.Saver(max_to_keep=2)
+        for step in range(1000):
+            sess.run(train_op)
+            if step % 100 == 0:
+                saver.save(sess, "/train/model.ckpt", global_step=step)
+        saver.restore(sess, psrt.train.latest_checkpoint("/train"))
+
+    Args:
+        var_list: None (all global variables, from ``psrt.variables.global_variables()``,
+            looked up at the first save/restore/build and then kept, as TF snapshots them
+            when the Saver is built), a list of Variables (saved under their ``.name``),
+            or a dict of checkpoint name to Variable (the variable's slots are renamed
+            with it: ``{"w": W}`` saves ``"w"`` and ``"w/Adam"``).
+        reshape: If True, restoring a tensor whose stored shape differs from the
+            variable's is allowed when both hold the same number of elements.
+        sharded: Ignored (psrt always writes one file).
+        max_to_keep: How many recent checkpoints to keep (int >= 0). None or 0 keeps all
+            files, and then, as TF, the state file lists only the latest. Default 5.
+        keep_checkpoint_every_n_hours: When a checkpoint falls out of the ``max_to_keep``
+            window, keep its file anyway if it was written more than this many hours
+            after the previous one kept this way (first: after the Saver was built).
+            Kept files are no longer listed in the state file. Default 10000.0.
+        name, restore_sequentially, saver_def, builder, write_version, filename: Ignored;
+            accepted for TF's signature (psrt has no graph ops to build).
+        defer_build: Accepted for TF's signature; as TF, True together with a
+            ``var_list`` is a ValueError. Variables are resolved lazily either way.
+        allow_empty: If False (default), saving or restoring with no variables raises
+            ValueError("No variables to save"); if True the Saver is a no-op.
+        pad_step_number: If True, the step in file names is zero-padded to 8 digits
+            (``model.ckpt-00000150``) so they sort.
+        save_relative_paths: If True, the state file records paths relative to its
+            directory, so the directory can be copied and read elsewhere. If False (TF's
+            default) paths are recorded as given: absolute when ``save_path`` is.
+
+    Raises:
+        TypeError: ``var_list`` is not None, a list or a dict of Variables.
+        ValueError: Duplicate names in ``var_list``; bad ``max_to_keep``.
+    """
+
+    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
+                 keep_checkpoint_every_n_hours=10000.0, name=None,
+                 restore_sequentially=False, saver_def=None, builder=None,
+                 defer_build=False, allow_empty=False, write_version=2,
+                 pad_step_number=False, save_relative_paths=False, filename=None) -> None:
+        if defer_build and var_list:
+            raise ValueError("If `var_list` is provided then build cannot be deferred. "
+                             "Either set defer_build=False or var_list=None.")
+        if max_to_keep is not None and (isinstance(max_to_keep, bool)
+                                        or not isinstance(max_to_keep, (int, np.integer))
+                                        or max_to_keep < 0):
+            raise ValueError("max_to_keep must be None or an int >= 0; got %r" % (max_to_keep,))
+        self._var_list = var_list
+        self._reshape = bool(reshape)
+        self._max_to_keep = int(max_to_keep) if max_to_keep is not None else None
+        self._keep_checkpoint_every_n_hours = float(keep_checkpoint_every_n_hours)
+        self._allow_empty = bool(allow_empty)
+        self._pad_step_number = bool(pad_step_number)
+        self._save_relative_paths = bool(save_relative_paths)
+        self._name = name
+        self._pairs: list[tuple[str, object]] | None = None
+        self._session_to_ckpt: dict[str, str] = {}
+        self._prefixes: list[str] = []
+        self._last_checkpoints: list[tuple[str, float]] = []
+        self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
+        self._next_checkpoint_time = time.time() + self._keep_checkpoint_every_n_hours * 3600
+        if var_list is not None:
+            self.build()
+
+    # ----- variables and names
+
+    def build(self) -> None:
+        """Resolves ``var_list`` now (for ``var_list=None``, the current global variables).
+
+        Raises:
+            ValueError: No variables and ``allow_empty`` is False.
+        """
+        if self._pairs is not None:
+            return
+        var_list = self._var_list
+        if var_list is None:
+            from psrt import variables as _variables  # the lead's module; lazy on purpose
+            var_list = list(_variables.global_variables())
+        pairs = _var_list_to_pairs(var_list)
+        if not pairs and not self._allow_empty:
+            raise ValueError("No variables to save")
+        self._pairs = pairs
+        self._session_to_ckpt = {v.name: key for key, v in pairs}
+        self._prefixes = sorted((v.name for _, v in pairs), key=len, reverse=True)
+
+    def _variables(self) -> list:
+        self.build()
+        return [v for _, v in self._pairs]
+
+    def _ckpt_name(self, session_name: str) -> str:
+        """The checkpoint name of a session state key: a variable renamed by a dict
+        ``var_list`` carries its slots (``"<var name>/<slot>"``) with it."""
+        mapped = self._session_to_ckpt.get(session_name)
+        if mapped is not None:
+            return mapped
+        for prefix in self._prefixes:
+            if session_name.startswith(prefix + "/"):
+                return self._session_to_ckpt[prefix] + session_name[len(prefix):]
+        return session_name
+
+    def _to_checkpoint_names(self, state: Mapping) -> dict:
+        out = {}
+        origin = {}
+        for key, value in state.items():
+            name = self._ckpt_name(key)
+            if name in out:
+                raise ValueError("Session state keys %r and %r both map to checkpoint name %r; "
+                                 "rename one in var_list" % (origin[name], key, name))
+            out[name] = value
+            origin[name] = key
+        return out
+
+    # ----- bookkeeping of kept checkpoints, as TF
+
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """Not-yet-deleted checkpoint paths, oldest first (list of str)."""
+        return [p for p, _ in self._last_checkpoints]
+
+    def set_last_checkpoints(self, last_checkpoints) -> None:
+        """DEPRECATED (as TF): use :meth:`set_last_checkpoints_with_time`.
+
+        Sets the kept checkpoints with timestamp +inf, so that
+        ``keep_checkpoint_every_n_hours`` never deletes them.
+        """
+        if not isinstance(last_checkpoints, list):
+            raise TypeError("last_checkpoints must be a list; got %s"
+                            % type(last_checkpoints).__name__)
+        self._last_checkpoints = [(s, math.inf) for s in last_checkpoints]
+
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
+        """Sets the kept checkpoints.
+
+        Args:
+            last_checkpoints_with_time: ``[(path, timestamp), ...]``, oldest first;
+                timestamps in seconds since the Epoch.
+
+        Raises:
+            TypeError: Not a list.
+        """
+        if not isinstance(last_checkpoints_with_time, list):
+            raise TypeError("last_checkpoints_with_time must be a list; got %s"
+                            % type(last_checkpoints_with_time).__name__)
+        self._last_checkpoints = [(p, float(t)) for p, t in last_checkpoints_with_time]
+
+    def recover_last_checkpoints(self, checkpoint_paths) -> None:
+        """Recovers the kept-checkpoint list after a restart, as TF.
+
+        Each path that exists is kept with its file's mtime as timestamp; missing ones
+        are dropped. Typical use:
+        ``saver.recover_last_checkpoints(get_checkpoint_state(d).all_model_checkpoint_paths)``.
+
+        Args:
+            checkpoint_paths: Checkpoint paths, oldest first (list of str).
+        """
+        recovered = []
+        for p in checkpoint_paths:
+            mtime = get_checkpoint_mtimes([p])
+            if mtime:
+                recovered.append((p, mtime[0]))
+        self.set_last_checkpoints_with_time(recovered)
+
+    def _record_last_checkpoint(self, latest_save_path: str) -> None:
+        if not self._max_to_keep:
+            return
+        self._last_checkpoints = [p for p in self._last_checkpoints if p[0] != latest_save_path]
+        self._last_checkpoints.append((latest_save_path, time.time()))
+        if len(self._last_checkpoints) > self._max_to_keep:
+            self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
+
+    def _maybe_delete_old_checkpoints(self, meta_graph_suffix: str = "meta") -> None:
+        if not self._checkpoints_to_be_deleted:
+            return
+        path, timestamp = self._checkpoints_to_be_deleted.pop(0)
+        if timestamp > self._next_checkpoint_time:
+            self._next_checkpoint_time += self._keep_checkpoint_every_n_hours * 3600
+            return
+        try:
+            remove_checkpoint(path, meta_graph_suffix=meta_graph_suffix)
+        except OSError as e:
+            _logger.warning("Ignoring: %s", e)
+
+    # ----- save / restore
+
+    def save(self, sess, save_path, global_step=None, latest_filename=None,
+             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
+             strip_default_attrs=False, save_debug_info=False) -> str | None:
+        """Saves the variables and their optimizer state, as ``tf.train.Saver.save``.
+
+        Writes ``save_path-STEP`` (or ``save_path`` without a step) atomically, then, if
+        ``write_state``, records it in the ``max_to_keep`` window, rewrites the state
+        file (last) and deletes the checkpoint that fell out of the window unless
+        ``keep_checkpoint_every_n_hours`` preserves it.
+
+        Args:
+            sess: The psrt session (the contract is in the module docstring).
+            save_path: Path prefix of the checkpoint, e.g. ``"/train/model.ckpt"``. Its
+                directory must exist.
+            global_step: None, an int, or a Variable whose value (``int(sess.run(v))``)
+                is appended as ``-STEP``.
+            latest_filename: Name of the state file; default ``"checkpoint"``.
+            meta_graph_suffix: Suffix of meta graph files deleted with old checkpoints.
+            write_meta_graph, strip_default_attrs, save_debug_info: Ignored (psrt has no
+                graph to export).
+            write_state: If False, neither the state file nor the kept list is updated
+                and nothing is deleted.
+
+        Returns:
+            The path written (``save_path + "-" + str(step)``, or ``save_path``), to pass
+            to :meth:`restore`; None when the Saver has no variables and ``allow_empty``.
+
+        Raises:
+            ValueError: ``latest_filename`` has a directory part or equals the file
+                name of ``save_path``; the directory of ``save_path`` does not exist; no
+                variables and not ``allow_empty``.
+            RuntimeError: The checkpoint path is the state file's path.
+            psrt.errors.OpError: The session failed to read the state, or a write failed
+                (e.g. PermissionDeniedError, ResourceExhaustedError).
+        """
+        if latest_filename is None:
+            latest_filename = _DEFAULT_LATEST_FILENAME
+        if os.path.split(latest_filename)[0]:
+            raise ValueError("'latest_filename' must not contain path components: %r"
+                             % latest_filename)
+        save_path = os.fspath(save_path)
+        step = None
+        if global_step is not None:
+            if isinstance(global_step, (int, np.integer)) and not isinstance(global_step, bool):
+                step = int(global_step)
+            else:
+                step = int(sess.run(global_step))
+            if self._pad_step_number:
+                checkpoint_file = "%s-%08d" % (save_path, step)
+            else:
+                checkpoint_file = "%s-%d" % (save_path, step)
+        else:
+            checkpoint_file = save_path
+            if os.path.basename(save_path) == latest_filename:
+                raise ValueError("'latest_filename' collides with 'save_path': '%s' and '%s'"
+                                 % (latest_filename, save_path))
+
+        variables = self._variables()
+        if not variables:
+            return None
+        save_path_parent = os.path.dirname(save_path)
+        if not os.path.isdir(save_path_parent or os.curdir):
+            raise ValueError("Parent directory of {} doesn't exist, can't save.".format(save_path))
+
+        tensors = self._to_checkpoint_names(sess._psrt_read_state(variables))
+        metadata = {"format": FORMAT}
+        if step is not None:
+            metadata["global_step"] = str(step)
+        try:
+            write_checkpoint_file(checkpoint_file, tensors, metadata)
+        except (errors.NotFoundError, errors.FailedPreconditionError) as e:
+            if not os.path.isdir(save_path_parent or os.curdir):
+                raise ValueError("Parent directory of {} doesn't exist, can't save."
+                                 .format(save_path)) from e
+            raise
+
+        if write_state:
+            self._record_last_checkpoint(checkpoint_file)
+            _update_checkpoint_state_internal(
+                save_dir=save_path_parent, model_checkpoint_path=checkpoint_file,
+                all_model_checkpoint_paths=self.last_checkpoints,
+                latest_filename=latest_filename,
+                save_relative_paths=self._save_relative_paths)
+            self._maybe_delete_old_checkpoints(meta_graph_suffix=meta_graph_suffix)
+        return checkpoint_file
+
+    def restore(self, sess, save_path) -> None:
+        """Restores variables and their optimizer state, as ``tf.train.Saver.restore``.
+
+        Every key the session expects (``sess._psrt_expected_state``) is checked against
+        the checkpoint's header (presence, shape, dtype) before any data is read or
+        assigned, so a failed restore leaves the session's variables untouched. Tensors
+        in the checkpoint that the session does not expect are ignored, as TF.
+
+        Args:
+            sess: The psrt session.
+            save_path: A path returned by :meth:`save` or :func:`latest_checkpoint`.
+
+        Raises:
+            ValueError: ``save_path`` is None ("Can't load save_path when it is None."),
+                or no file exists there ("The passed save_path is not a valid
+                checkpoint: ..."), as TF.
+            psrt.errors.NotFoundError: A key is missing from the checkpoint; the message
+                holds TF's "Key W not found in checkpoint" and the keys present.
+            psrt.errors.InvalidArgumentError: A stored shape or dtype differs from the
+                variable's (both are named).
+            psrt.errors.DataLossError: The file is not a whole safetensors file.
+        """
+        variables = self._variables()
+        if not variables:
+            return
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        save_path = os.fspath(save_path)
+        if not checkpoint_exists(save_path):
+            raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
+        _logger.info("Restoring parameters from %s", save_path)
+        reader = CheckpointReader(save_path)
+        stored_shapes = reader.get_variable_to_shape_map()
+        stored_dtypes = reader.get_variable_to_dtype_map()
+        expected = sess._psrt_expected_state(variables)
+        wanted = {}
+        for session_name, (shape, dtype) in expected.items():
+            name = self._ckpt_name(session_name)
+            if name not in stored_shapes:
+                raise errors.NotFoundError(
+                    None, None, _RESTORE_MISSING + "Key %s not found in checkpoint %s "
+                    "(needed for %r; the checkpoint holds %s)"
+                    % (name, save_path, session_name, _names_preview(stored_shapes)))
+            shape = tuple(int(d) for d in shape)
+            stored = tuple(stored_shapes[name])
+            if stored != shape:
+                same_size = math.prod(stored) == math.prod(shape)
+                if not (self._reshape and same_size):
+                    raise errors.InvalidArgumentError(
+                        None, None, _RESTORE_MISMATCH + "Assign requires shapes of both tensors "
+                        "to match. lhs shape= %s rhs shape= %s: variable %r has shape %s but "
+                        "checkpoint %s holds shape %s for key %r%s"
+                        % (_shape_str(shape), _shape_str(stored), session_name,
+                           _shape_str(shape), save_path, _shape_str(stored), name,
+                           "" if self._reshape else " (Saver(reshape=True) accepts the same "
+                           "number of elements in another shape)"))
+            dtype = np.dtype(dtype)
+            if stored_dtypes[name] != dtype:
+                raise errors.InvalidArgumentError(
+                    None, None, _RESTORE_MISMATCH + "tensor_name = %s; expected dtype %s does "
+                    "not equal original dtype %s (variable %r, checkpoint %s)"
+                    % (name, dtype.name, stored_dtypes[name].name, session_name, save_path))
+            wanted[session_name] = (name, shape)
+        values = reader._get_tensors([name for name, _ in wanted.values()])
+        tensors = {}
+        for session_name, (name, shape) in wanted.items():
+            value = values[name]
+            if value.shape != shape:
+                value = value.reshape(shape)
+            tensors[session_name] = value
+        sess._psrt_write_state(variables, tensors)
