@@ -5,16 +5,23 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <numeric>
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #ifndef PSRT_HAVE_KERNEL_BASELINE
-#error "build kernels.cc with -DPSRT_HAVE_KERNEL_BASELINE=1 and kernels_impl.cc per target (CMakeLists.txt)"
+#error "kernels.cc needs -DPSRT_HAVE_KERNEL_BASELINE=1 and kernels_impl.cc per target (CMake)"
 #endif
 
 namespace psrt {
@@ -72,7 +79,7 @@ struct Target {
   bool (*supported)();
 };
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && (PSRT_HAVE_KERNEL_AVX2 || PSRT_HAVE_KERNEL_AVX512)
 // __builtin_cpu_supports also checks that the OS saves the wide registers (XGETBV), so a
 // supported target is one that can run. The avx512 copy is compiled with F+VL+BW+DQ and the
 // avx2 copy with FMA, so each needs all of its flags.
@@ -80,12 +87,13 @@ bool CpuHasAvx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
+#if PSRT_HAVE_KERNEL_AVX512
 bool CpuHasAvx512() {
-  __builtin_cpu_init();
   return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512dq");
 }
+#endif
 #endif
 bool Always() { return true; }
 
@@ -237,66 +245,115 @@ AccumulateFn<float> AccumulateOf<float>(const KernelTable& t) { return t.accumul
 template <>
 AccumulateFn<double> AccumulateOf<double>(const KernelTable& t) { return t.accumulate_f64; }
 
-// Below this many elements a thread costs more to start (~30 µs) than the work it takes over
+// Below this many elements a thread costs more to start (~30 us) than the work it takes over
 // (1M float32 Adagrad elements move 20 MB, ~0.5 ms at memory speed).
 constexpr size_t kParallelMinElements = size_t{1} << 20;
-// Each thread gets at least this much, so a machine with many cores does not split 1M
-// elements into slivers that are all thread start-up.
+// Each thread gets at least this much on average, so a machine with many cores does not split
+// 1M elements into slivers that are all thread start-up.
 constexpr size_t kMinElementsPerThread = size_t{1} << 18;
+// Unit of work the threads claim. Small enough that a thread the scheduler starts late (the ps
+// also runs network threads, often on 2 vCPUs) leaves its share to the others instead of making
+// the caller wait; large enough (>= 128 KB per array) that claiming costs nothing.
+constexpr size_t kBlockElements = size_t{1} << 15;
 constexpr size_t kCacheLine = 64;
 
+// CPUs this process may run on. On Linux the affinity mask, so a ps pinned with taskset or a
+// container's cpuset does not start a thread per host CPU; hardware_concurrency() elsewhere.
 size_t HardwareThreads() {
-  static const size_t n = std::max<size_t>(1, std::thread::hardware_concurrency());
+  static const size_t n = [] {
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+      return static_cast<size_t>(CPU_COUNT(&set));
+    }
+#endif
+    return std::max<size_t>(1, std::thread::hardware_concurrency());
+  }();
   return n;
 }
 
-size_t NumChunks(size_t n) {
+size_t NumThreads(size_t n) {
   if (n < kParallelMinElements) return 1;
   return std::max<size_t>(1, std::min(HardwareThreads(), n / kMinElementsPerThread));
 }
 
-// Start of chunk k of `chunks`, moved down to a cache-line boundary of var so that two threads
-// never write the same line of var (false sharing) and each starts its loop aligned.
+// A dense update split into blocks that threads claim from a counter. Shared (shared_ptr) by
+// the caller and detached helper threads: a helper that starts after all blocks are claimed
+// touches only this object, never the arrays, so the caller returns without waiting for it.
 template <typename T>
-size_t ChunkBegin(const T* var, size_t n, size_t k, size_t chunks) {
-  if (k == 0) return 0;
-  if (k >= chunks) return n;
-  constexpr size_t kPerLine = kCacheLine / sizeof(T);
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(var);
-  // Index of the first element of var that starts a cache line.
-  const size_t first = addr % sizeof(T) != 0
-                           ? 0
-                           : ((kCacheLine - addr % kCacheLine) % kCacheLine) / sizeof(T);
-  const size_t even = n / chunks * k;
-  if (even <= first) return even;
-  return first + (even - first) / kPerLine * kPerLine;
-}
+struct DenseJob {
+  ApplyFn<T> fn;
+  KernelScalars<T> s;
+  T* var;
+  T* slot0;
+  T* slot1;
+  const T* grad;
+  size_t n;
+  size_t first_line;  // first index of var that starts a cache line
+  size_t num_blocks;
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable all_done;
+  size_t done = 0;  // blocks finished; guarded by mu
+
+  DenseJob(ApplyFn<T> f, const KernelScalars<T>& sc, T* v, T* s0, T* s1, const T* g, size_t len)
+      : fn(f), s(sc), var(v), slot0(s0), slot1(s1), grad(g), n(len) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(var);
+    first_line = addr % sizeof(T) != 0
+                     ? 0
+                     : ((kCacheLine - addr % kCacheLine) % kCacheLine) / sizeof(T);
+    num_blocks = (n - first_line + kBlockElements - 1) / kBlockElements;
+  }
+
+  // Block boundaries after the first sit on cache lines of var, so no two threads write the
+  // same line (false sharing) and every block's loop starts aligned.
+  size_t BlockBegin(size_t k) const {
+    return k == 0 ? 0 : std::min(n, first_line + k * kBlockElements);
+  }
+
+  // Runs unclaimed blocks until none is left.
+  void Work() {
+    size_t finished = 0;
+    for (;;) {
+      const size_t k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= num_blocks) break;
+      const size_t b = BlockBegin(k);
+      const size_t e = BlockBegin(k + 1);
+      fn(s, var + b, slot0 ? slot0 + b : nullptr, slot1 ? slot1 + b : nullptr, grad + b, e - b);
+      ++finished;
+    }
+    if (finished == 0) return;
+    // The mutex also publishes this thread's writes to the arrays to the caller.
+    std::lock_guard<std::mutex> l(mu);
+    done += finished;
+    if (done == num_blocks) all_done.notify_all();
+  }
+};
 
 template <typename T>
 void RunDense(ApplyFn<T> fn, const KernelScalars<T>& s, T* var, T* slot0, T* slot1,
               const T* grad, size_t n) {
-  const size_t chunks = NumChunks(n);
-  if (chunks == 1) {
+  const size_t threads = NumThreads(n);
+  if (threads == 1) {
     fn(s, var, slot0, slot1, grad, n);
     return;
   }
-  auto run = [&](size_t k) {
-    const size_t b = ChunkBegin(var, n, k, chunks);
-    const size_t e = ChunkBegin(var, n, k + 1, chunks);
-    if (e <= b) return;
-    fn(s, var + b, slot0 ? slot0 + b : nullptr, slot1 ? slot1 + b : nullptr, grad + b, e - b);
-  };
-  // If the system refuses a thread (or the vector its storage), the chunk runs on this thread:
-  // slower, never wrong, and no exception leaves the kernel.
-  std::vector<std::thread> workers;
+  std::shared_ptr<DenseJob<T>> job;
   try {
-    workers.reserve(chunks - 1);
-    for (size_t k = 1; k < chunks; ++k) workers.emplace_back(run, k);
+    job = std::make_shared<DenseJob<T>>(fn, s, var, slot0, slot1, grad, n);
+    // If the system refuses a thread, the blocks it would have taken run on the others (at
+    // worst all on this one): slower, never wrong, and no exception leaves the kernel.
+    for (size_t t = 1; t < threads; ++t) std::thread([job] { job->Work(); }).detach();
   } catch (...) {
+    if (job == nullptr) {
+      fn(s, var, slot0, slot1, grad, n);
+      return;
+    }
   }
-  for (size_t k = workers.size() + 1; k < chunks; ++k) run(k);
-  run(0);
-  for (std::thread& w : workers) w.join();
+  job->Work();
+  std::unique_lock<std::mutex> l(job->mu);
+  job->all_done.wait(l, [&] { return job->done == job->num_blocks; });
 }
 
 template <typename T>

@@ -1,11 +1,15 @@
 // Fused optimizer kernels: one pass over var, slots and gradient, with TensorFlow 1.x's exact
 // update formulas (tensorflow/core/kernels/training_ops.cc). Each kernel is compiled once per
 // instruction-set target (kernels_impl.cc: baseline, avx2, avx512) and the best target the CPU
-// supports is chosen at load time; PSRT_KERNEL_TARGET=<name> forces one.
+// supports is chosen at first use; PSRT_KERNEL_TARGET=<name> forces one.
 //
 // Thread-safety: the kernels take no lock. Concurrent updates of one variable race in the
 // Hogwild manner (as TF's use_locking=False); callers that want serialized updates hold the
-// variable's mutex (store.cc). Large tensors are split across threads inside ApplyDense.
+// variable's mutex (store.cc). ApplyDense splits tensors of 2^20 elements or more across up to
+// one thread per CPU it may run on (threads it starts per call; the caller works too) and
+// returns only when no thread touches the arrays any more. ApplySparse runs on the caller.
+// PSRT_KERNEL_TARGET, read at first use, forces a target; an unknown or unsupported value is
+// reported on stderr and the best supported target is used.
 #pragma once
 
 #include <cstddef>

@@ -23,15 +23,18 @@ TARGETS = _core.kernel_targets()
 THREADED_N = (1 << 20) + 17
 LENGTHS = [1, 7, 17, 1000, THREADED_N]
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=1e-6, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-12)}
+TOL = {
+    np.float32: {"rtol": 1e-6, "atol": 1e-6},
+    np.float64: {"rtol": 1e-12, "atol": 1e-12},
+}
 
 # (optimizer, kwargs for _core.apply_*). Adam's beta powers are filled in per step.
 CASES = {
-    "GradientDescent": ("GradientDescent", dict(learning_rate=0.1)),
-    "Adagrad": ("Adagrad", dict(learning_rate=0.1)),
-    "Momentum": ("Momentum", dict(learning_rate=0.1, momentum=0.9)),
-    "MomentumNesterov": ("Momentum", dict(learning_rate=0.1, momentum=0.9, use_nesterov=True)),
-    "Adam": ("Adam", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8)),
+    "GradientDescent": ("GradientDescent", {"learning_rate": 0.1}),
+    "Adagrad": ("Adagrad", {"learning_rate": 0.1}),
+    "Momentum": ("Momentum", {"learning_rate": 0.1, "momentum": 0.9}),
+    "MomentumNesterov": ("Momentum", {"learning_rate": 0.1, "momentum": 0.9, "use_nesterov": True}),
+    "Adam": ("Adam", {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8}),
 }
 NUM_SLOTS = {"GradientDescent": 0, "Adagrad": 1, "Momentum": 1, "Adam": 2}
 

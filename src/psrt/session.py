@@ -35,13 +35,17 @@ class ConfigProto:
             with DeadlineExceededError.
         connect_timeout_secs: How long a new session waits for its ps tasks to accept
             connections, in seconds (default 300). Past it: UnavailableError naming the task.
+        cluster_def: The cluster (a ClusterSpec or its dict), as TF's
+            ``ConfigProto.cluster_def``: lets a process without a Server of its own reach
+            every task its variables are placed on.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
     """
 
     def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
-                 **ignored: Any) -> None:
+                 cluster_def: Any = None, **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
+        self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
         self.ignored = ignored
 
@@ -120,6 +124,10 @@ class Session:
             if srv is not None:
                 self._cluster = srv.server_def_cluster
                 self._self_task = (srv.job_name, srv.task_index)
+            elif self._config.cluster_def is not None:
+                from psrt.cluster import ClusterSpec  # noqa: PLC0415
+
+                self._cluster = ClusterSpec(self._config.cluster_def)
             self._default_address = address
         job, task = self._self_task or ("client", 0)
         self._client = _core.Client(job, task)
@@ -160,7 +168,8 @@ class Session:
                     None, None,
                     f"variable '{var.name}' is placed on '{var.device}', but session target "
                     f"'{self._target}' is not a psrt.train.Server of this process, so the "
-                    f"cluster is unknown; create the Session from server.target")
+                    f"cluster is unknown; create the Session from server.target or pass "
+                    f"config=psrt.ConfigProto(cluster_def=cluster)")
             else:
                 if job not in self._cluster.jobs:
                     raise errors.InvalidArgumentError(
@@ -395,7 +404,8 @@ class Session:
                 raise ValueError(f"the loss function returned {len(grads)} gradients for "
                                  f"{len(var_list)} variables {[v.name for v in var_list]}")
         else:
-            grads = [feeds[g] if isinstance(g, str) else g for g in op.grads]
+            grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
+                     for g, v in zip(op.grads, var_list)]
         lr = op.optimizer._learning_rate_value()
         dense_h: list[int] = []
         dense_g: list[np.ndarray] = []
@@ -598,6 +608,17 @@ def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
         off = v.offsets
         return [arr[off[k]:off[k + 1]] for k in range(len(off) - 1)]
     return [arr]
+
+
+def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:
+    """The ``feed_dict`` value of a gradient given by feed name (``"g"`` or ``"g:0"``), as
+    TF's placeholder: a missing feed is InvalidArgumentError naming it and the variable."""
+    key = name[:-2] if name.endswith(":0") else name
+    if key not in feeds:
+        raise errors.InvalidArgumentError(
+            None, None, f"You must feed a value for '{key}', the gradient of variable "
+                        f"'{var.name}' ({np.dtype(var.dtype).name}{list(var.shape)})")
+    return feeds[key]
 
 
 def _feeds_by_name(feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
