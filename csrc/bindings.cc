@@ -84,9 +84,15 @@ void CheckArray(const py::array& a, const std::string& what, const std::string& 
   if (ArrayDType(a) != dtype || !shape_ok)
     Raise(InvalidArgument(what + " for variable '" + name + "' must be " + DTypeName(dtype) +
                           ShapeOf(shape) + "; got " + DTypeStr(a) + ShapeOf(a)));
-  if (!CContiguous(a))
-    Raise(InvalidArgument(what + " for variable '" + name +
-                          "' must be C-contiguous (use numpy.ascontiguousarray)"));
+  if (!CContiguous(a)) {
+    std::string strides = "(";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i)
+      strides += (i ? "," : "") + std::to_string(a.strides(i));
+    Raise(InvalidArgument(what + " for variable '" + name + "' must be a C-contiguous " +
+                          DTypeName(dtype) + ShapeOf(shape) + " array; got a non-contiguous " +
+                          DTypeStr(a) + ShapeOf(a) + " array with strides " + strides +
+                          ") (use numpy.ascontiguousarray)"));
+  }
   if (writable && !a.writeable())
     Raise(InvalidArgument(what + " for variable '" + name + "' must be writable"));
 }
@@ -609,8 +615,8 @@ PYBIND11_MODULE(_core, m) {
       .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
            py::arg("timeout"))
       .def_property_readonly("num_shards", &PyClient::num_shards)
-      .def("shard_name", &PyClient::shard_name)
-      .def("incarnation", &PyClient::incarnation)
+      .def("shard_name", &PyClient::shard_name, py::arg("shard"))
+      .def("incarnation", &PyClient::incarnation, py::arg("shard"))
       .def_property("timeout", &PyClient::timeout, &PyClient::set_timeout)
       .def("register", &PyClient::register_vars, py::arg("specs"))
       .def("var_info", &PyClient::var_info, py::arg("handle"))

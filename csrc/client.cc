@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -103,7 +104,23 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(backoff, left)));
     backoff = std::min(backoff * 2, 0.5);
   }
-  // HELLO: our version, job and task; the reply carries the ps task's incarnation.
+  // HELLO: our version, job and task; the reply carries the ps task's incarnation. A peer
+  // that accepts but never answers must not block past the deadline (at least 1 s is left
+  // for the exchange itself): the socket is still blocking here, so bound it with timeouts.
+  const double hello_s = std::max(SecondsLeft(deadline), 1.0);
+  struct timeval tv;
+  tv.tv_sec = static_cast<time_t>(hello_s);
+  tv.tv_usec = static_cast<suseconds_t>((hello_s - static_cast<double>(tv.tv_sec)) * 1e6);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  auto hello_failed = [&](const Status& io) {
+    const int err = errno;  // EAGAIN: SO_RCVTIMEO/SO_SNDTIMEO expired (errno is 0 before I/O)
+    CloseFd(fd);
+    if (err == EAGAIN || err == EWOULDBLOCK)
+      return Unavailable("no HELLO reply from " + conn->name + " within " +
+                         std::to_string(hello_s) + " s");
+    return io;
+  };
   Header h;
   h.op = static_cast<uint8_t>(Op::kHello);
   h.request_id = 0;
@@ -112,17 +129,12 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
   uint8_t hb[kHeaderSize];
   EncodeHeader(h, hb);
   struct iovec iov[2] = {{hb, kHeaderSize}, {const_cast<char*>(job_.data()), job_.size()}};
+  errno = 0;
   st = WriteFull(fd, iov, 2, conn->name);
   uint8_t rb[kHeaderSize];
   if (st.ok()) st = ReadFull(fd, rb, kHeaderSize, conn->name);
-  if (!st.ok()) {
-    CloseFd(fd);
-    return st;
-  }
+  if (!st.ok()) return hello_failed(st);
   Header r = DecodeHeader(rb);
-  std::string payload(std::min<uint64_t>(r.payload_len, 4096), '\0');
-  if (r.magic == kWireMagic && !payload.empty())
-    ReadFull(fd, payload.data(), payload.size(), conn->name);
   if (r.magic != kWireMagic) {
     CloseFd(fd);
     return Unavailable(conn->name + " is not a psrt ps task (bad magic in HELLO reply)");
@@ -133,12 +145,25 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
                               ": this worker speaks version " + std::to_string(kWireVersion) +
                               ", the ps task speaks version " + std::to_string(r.version));
   }
+  std::string payload(std::min<uint64_t>(r.payload_len, 4096), '\0');
+  if (!payload.empty()) {
+    st = ReadFull(fd, payload.data(), payload.size(), conn->name);
+    if (!st.ok()) return hello_failed(st);
+  }
   if (r.status != 0) {
     CloseFd(fd);
     return Status(static_cast<Code>(r.status), conn->name + " refused HELLO: " + payload);
   }
   conn->incarnation = r.step;
-  PSRT_RETURN_IF_ERROR(SetNonBlocking(fd, true));
+  tv.tv_sec = 0;
+  tv.tv_usec = 0;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  st = SetNonBlocking(fd, true);
+  if (!st.ok()) {
+    CloseFd(fd);
+    return st;
+  }
   conn->fd = fd;
   if (conns_[shard] && conns_[shard]->fd >= 0) CloseFd(conns_[shard]->fd);
   conns_[shard] = std::move(conn);
@@ -304,10 +329,19 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
     if (has_deadline) {
       double left = SecondsLeft(deadline);
       if (left <= 0) {
-        for (Conn* conn : polled)
-          fail(conn, Status(Code::kDeadlineExceeded,
-                            "no reply from " + conn->name + " within " +
-                                std::to_string(timeout_s) + " s"));
+        for (Conn* conn : polled) {
+          char secs[32];
+          snprintf(secs, sizeof secs, "%g", timeout_s);
+          // The stream is out of step once a reply is abandoned, so the connection is
+          // dropped: this call reports the deadline, later calls UnavailableError (which the
+          // monitored session recovers from by reconnecting).
+          fail(conn, Unavailable("connection to " + conn->name + " dropped after no reply "
+                                 "within " + secs + " s"));
+          for (Call* c : conn->calls)
+            if (c->status.code() == Code::kUnavailable)
+              c->status = Status(Code::kDeadlineExceeded,
+                                 "no reply from " + conn->name + " within " + secs + " s");
+        }
         break;
       }
       wait_ms = static_cast<int>(left * 1000) + 1;

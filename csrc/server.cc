@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <random>
+#include <system_error>
 
 #include "net.h"
 
@@ -154,7 +156,21 @@ void Server::AcceptLoop() {
       CloseFd(fd);
       break;
     }
-    conn->thread = std::thread([this, raw] { Serve(raw); });
+    try {
+      conn->thread = std::thread([this, raw] {
+        // Backstop: no exception (e.g. std::bad_alloc from a message string) may leave a
+        // connection thread, or std::terminate would end the whole ps process.
+        try {
+          Serve(raw);
+        } catch (...) {
+          shutdown(raw->fd, SHUT_RDWR);
+          raw->finished.store(true);
+        }
+      });
+    } catch (const std::system_error&) {
+      CloseFd(fd);  // no thread for this peer (resource limit): refuse it, keep serving others
+      continue;
+    }
     conns_.push_back(std::move(conn));
   }
 }
@@ -170,6 +186,42 @@ Status Discard(int fd, uint64_t n, const std::string& peer) {
     n -= k;
   }
   return Status::Ok();
+}
+
+// True when s[0, n) is well-formed UTF-8 (no overlongs, surrogates or code points past
+// U+10FFFF): job names reach Python as str, and a name that cannot be decoded there must be
+// refused here rather than raise in the ps task's join() loop.
+bool IsUtf8(const uint8_t* s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    const uint8_t c = s[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
 }
 
 std::string OpName(uint8_t op) {
@@ -306,6 +358,9 @@ bool Server::Handle(Connection* conn, const Header& h) {
     if (!ReadFull(conn->fd, p, h.payload_len, conn->peer).ok()) return false;
   }
 
+  if ((op == Op::kHello || op == Op::kWorkerDone) && !IsUtf8(p, h.payload_len))
+    return Reply(conn, h, InvalidArgument(OpName(h.op) + ": job name is not valid UTF-8"));
+
   // 3. Apply.
   const bool initialized = var && var->initialized.load(std::memory_order_acquire);
   switch (op) {
@@ -361,8 +416,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
       if (!sparse) return Reply(conn, h, st, 0, kFlagInitialized, var->id, src, var->nbytes);
       const size_t rows = static_cast<size_t>(var->spec.shape[0]);
       const size_t row_bytes = rows ? var->nbytes / rows : 0;
-      conn->out.resize(size_t{h.count} * row_bytes);
       const auto* idx = reinterpret_cast<const int64_t*>(p);
+      // Every index, then the reply's size, is checked before anything is allocated: the
+      // reply is count x row bytes (indices may repeat), which a small request could make
+      // far larger than memory.
       for (uint32_t j = 0; j < h.count; ++j) {
         int64_t i;
         std::memcpy(&i, idx + j, 8);
@@ -371,6 +428,25 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                 std::to_string(i) + " at position " +
                                                 std::to_string(j) + " is out of range [0, " +
                                                 std::to_string(rows) + ")"));
+      }
+      const uint64_t reply_bytes = uint64_t{h.count} * row_bytes;
+      if (reply_bytes > options_.max_payload)
+        return Reply(conn, h, Status(Code::kResourceExhausted,
+                                     "PULL of " + std::to_string(h.count) + " rows of '" +
+                                         var->spec.name + "': reply of " +
+                                         std::to_string(reply_bytes) +
+                                         " bytes exceeds the maximum of " +
+                                         std::to_string(options_.max_payload) + " bytes"));
+      try {
+        conn->out.resize(static_cast<size_t>(reply_bytes));
+      } catch (const std::bad_alloc&) {
+        return Reply(conn, h, Status(Code::kResourceExhausted,
+                                     "cannot allocate " + std::to_string(reply_bytes) +
+                                         " bytes for a row PULL of '" + var->spec.name + "'"));
+      }
+      for (uint32_t j = 0; j < h.count; ++j) {
+        int64_t i;
+        std::memcpy(&i, idx + j, 8);
         std::memcpy(conn->out.data() + j * row_bytes, src + static_cast<size_t>(i) * row_bytes,
                     row_bytes);
       }

@@ -40,7 +40,7 @@ std::string Describe(const VarSpec& s) {
     if (i) shape += ",";
     shape += std::to_string(s.shape[i]);
   }
-  return std::string(DTypeName(s.dtype)) + shape + " optimizer " + OptimizerName(s.optimizer);
+  return std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
 }
 
 void FillSlot(uint8_t* dst, DType dtype, size_t n, double v) {

@@ -456,6 +456,10 @@ class StopAtStepHook(SessionRunHook):
     already is that re-read value, so the rule is ``step >= last_step`` with no extra
     round trip. E.g. ``last_step=10``: steps 5 and 9 continue, 10 and 11 stop.
 
+    Beyond TF: when a (re-)created session already starts at ``last_step`` or later, the
+    hook requests a stop in ``after_create_session`` through the monitored session's
+    ``coord``, so ``should_stop()`` is True before any step runs (TF runs one more step).
+
     Args:
         num_steps: Number of global steps to run after the session is created.
         last_step: The global step after which to stop.
@@ -483,9 +487,19 @@ class StopAtStepHook(SessionRunHook):
         self._global_step_tensor = _global_step_for("StopAtStepHook")
 
     def after_create_session(self, session, coord) -> None:
+        """Computes the last step for ``num_steps``; beyond TF, requests a stop through
+        ``coord`` when the global step already is ``>= last_step`` (a job restarted after
+        its last step ends without running one more step). With ``coord`` None (a bare
+        hook, as in TF's tests) a ``last_step`` hook reads nothing here."""
+        step = None
         if self._last_step is None:
             step = _step_value(session.run(self._global_step_tensor))
             self._last_step = step + self._num_steps
+        if coord is not None:
+            if step is None:
+                step = _step_value(session.run(self._global_step_tensor))
+            if step >= self._last_step:
+                coord.request_stop()
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step_tensor)
@@ -574,11 +588,13 @@ class CheckpointSaverHook(SessionRunHook):
         self._global_step_tensor = None
 
     def begin(self) -> None:
-        """Looks up the global step and calls the listeners' ``begin()``.
+        """Creates ``checkpoint_dir`` if needed (as TF's hook does through its summary
+        writer), looks up the global step and calls the listeners' ``begin()``.
 
         Raises:
             RuntimeError: No global step exists.
         """
+        os.makedirs(self._checkpoint_dir, exist_ok=True)
         self._global_step_tensor = _global_step_for("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()

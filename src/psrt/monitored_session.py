@@ -135,6 +135,11 @@ class SessionManager:
         except BaseException:
             sess.close()
             raise
+        # As TF: the saver continues the kept-checkpoint list of the state file, so that
+        # max_to_keep still deletes the checkpoints written before the restart.
+        state = _checkpoint.get_checkpoint_state(checkpoint_dir)
+        if state is not None and hasattr(saver, "recover_last_checkpoints"):
+            saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
         return sess, True
 
     def prepare_session(self, master: str, init_op: Any = None, saver: Any = None,
@@ -292,12 +297,27 @@ class StepContext:
         raise _StopRequested()
 
 
+class _Coordinator:
+    """The ``coord`` hooks receive in ``after_create_session``: the stop part of TF's
+    ``tf.train.Coordinator`` (psrt starts no threads to join)."""
+
+    def __init__(self, monitored: "_MonitoredSession") -> None:
+        self._monitored = monitored
+
+    def request_stop(self, ex: BaseException | None = None) -> None:
+        """Makes the monitored session's ``should_stop()`` True."""
+        self._monitored._stop_requested = True
+
+    def should_stop(self) -> bool:
+        return self._monitored.should_stop()
+
+
 class _MonitoredSession:
     """Shared machinery of MonitoredSession and SingularMonitoredSession."""
 
     def __init__(self, session_creator: SessionCreator, hooks: Sequence[Any] | None,
                  should_recover: bool, stop_grace_period_secs: float = 120,
-                 worker_task: bool = False) -> None:
+                 worker_task: bool | None = None) -> None:
         self._hooks = list(hooks or [])
         for h in self._hooks:
             h.begin()
@@ -305,8 +325,12 @@ class _MonitoredSession:
         self._should_recover = should_recover
         self._stop_requested = False
         self._closed = False
-        self._worker_task = worker_task
+        # Whether close() tells the ps tasks this worker finished: the session runs on a
+        # worker task's server.target (default: read from the creator's master).
+        self._worker_task = (_is_worker_target(getattr(session_creator, "_master", ""))
+                             if worker_task is None else worker_task)
         self._sess: Session | None = None
+        self._coord = _Coordinator(self)
         self._create()
 
     def _create(self) -> None:
@@ -316,7 +340,7 @@ class _MonitoredSession:
             try:
                 self._sess = self._creator.create_session()
                 for h in self._hooks:
-                    h.after_create_session(self._sess, None)
+                    h.after_create_session(self._sess, self._coord)
                 return
             except _PREEMPTION_ERRORS as e:
                 if not self._should_recover or isinstance(e, errors.UnavailableError) and \
@@ -354,9 +378,12 @@ class _MonitoredSession:
         if self._closed:
             raise RuntimeError("Run called even after should_stop requested.")
         while True:
+            if self._sess is None:
+                # Outside the try: _create() already retries what it can recover from, and
+                # a ps task that never came back (UnavailableError after the connect
+                # timeout) must surface here, not start another round of re-creation.
+                self._create()
             try:
-                if self._sess is None:
-                    self._create()
                 return self._run_hooked(fetches, feed_dict)
             except _PREEMPTION_ERRORS as e:
                 if not self._should_recover:
@@ -399,9 +426,9 @@ class _MonitoredSession:
         """Calls ``step_fn(step_context)``, as TF; returns its value, or None when it called
         ``step_context.request_stop()``."""
         while True:
+            if self._sess is None:
+                self._create()
             try:
-                if self._sess is None:
-                    self._create()
                 return step_fn(StepContext(self._sess, self.run))
             except _StopRequested:
                 self._stop_requested = True
@@ -527,15 +554,13 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
-    worker_task = _is_worker_target(master)
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs)
-        sess = _MonitoredSession(creator, hooks or [], should_recover=True,
-                                 stop_grace_period_secs=stop_grace_period_secs,
-                                 worker_task=worker_task)
-        return sess  # type: ignore[return-value]
-    all_hooks = list(chief_only_hooks or []) + list(hooks or [])
+        return MonitoredSession(session_creator=creator, hooks=hooks or [],
+                                stop_grace_period_secs=stop_grace_period_secs)
+    # TF's order: chief-only hooks, the default hooks, then ``hooks``.
+    all_hooks = list(chief_only_hooks or [])
     if log_step_count_steps and log_step_count_steps > 0:
         all_hooks.append(_hooks.StepCounterHook(output_dir=summary_dir,
                                                 every_n_steps=log_step_count_steps))
@@ -544,11 +569,11 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
         all_hooks.append(_hooks.CheckpointSaverHook(
             checkpoint_dir, save_steps=save_checkpoint_steps, save_secs=save_checkpoint_secs,
             scaffold=scaffold))
+    all_hooks.extend(hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
                                   checkpoint_dir=checkpoint_dir)
-    return _MonitoredSession(creator, all_hooks, should_recover=True,  # type: ignore[return-value]
-                             stop_grace_period_secs=stop_grace_period_secs,
-                             worker_task=worker_task)
+    return MonitoredSession(session_creator=creator, hooks=all_hooks,
+                            stop_grace_period_secs=stop_grace_period_secs)
 
 
 def _is_worker_target(master: str) -> bool:
@@ -609,8 +634,12 @@ class Supervisor:
                              Supervisor.USE_DEFAULT else global_step)
         self._save_model_secs = save_model_secs
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
+        if is_chief and logdir:
+            # TF's chief creates logdir through its summary writer.
+            os.makedirs(logdir, exist_ok=True)
         self._session_manager = session_manager or SessionManager(ready_op=self._ready_op)
         self._coord_stop = threading.Event()
+        self._stopped = False
         self._threads: list[threading.Thread] = []
         self._sess: Session | None = None
         _variables.get_default_graph().finalize()
@@ -687,7 +716,10 @@ class Supervisor:
     def stop(self, threads: Any = None, close_summary_writer: bool = True,
              ignore_live_threads: bool = False) -> None:
         """Stops the services; beyond TF, the chief saves a final checkpoint (when it has a
-        ``logdir``)."""
+        ``logdir``). Idempotent: a second call saves nothing more."""
+        if self._stopped:
+            return
+        self._stopped = True
         self._coord_stop.set()
         for t in self._threads:
             t.join()
@@ -704,6 +736,7 @@ class Supervisor:
                         close_summary_writer: bool = True) -> Iterator[Session]:
         """A context manager yielding a prepared session and stopping the supervisor on
         exit; an OutOfRangeError inside ends it normally, as TF."""
+        self._stopped = False
         sess = self.prepare_or_wait_for_session(master, config=config,
                                                 start_standard_services=start_standard_services)
         try:

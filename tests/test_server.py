@@ -1,0 +1,263 @@
+"""Tests for psrt.server (``psrt.train.Server``): task inference and its errors as TF's
+server_lib_test pins them, binding, start/stop/join, signals, and local servers.
+
+ps tasks that must behave as processes (signals, exit status) are real subprocesses
+(tests/_cluster.py) on ports the OS hands out; the rest bind port 0 in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import psrt
+from psrt import errors
+
+from _cluster import LOCALHOST, fresh_graph, read_line, reap, spawn  # noqa: F401
+
+TWO_JOBS = {"ps": ["127.0.0.1:0", "127.0.0.1:0"], "worker": ["127.0.0.1:0"]}
+
+
+@pytest.fixture
+def servers():
+    """Servers made by a test; stopped at teardown."""
+    made: list[psrt.train.Server] = []
+    yield made
+    for s in made:
+        s.stop()
+
+
+# ---- job and task inference ------------------------------------------------------------
+
+def test_single_job_single_task_is_inferred(servers):
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:0"]})
+    servers.append(server)
+    assert (server.job_name, server.task_index) == ("local", 0)
+    assert server.port > 0
+    assert server.target == f"psrt://{LOCALHOST}:{server.port}"
+    # The cluster of a port-0 server names the port the OS chose.
+    assert server.server_def_cluster.as_dict() == {"local": [f"{LOCALHOST}:{server.port}"]}
+
+
+def test_task_index_inferred_for_a_job_with_one_task(servers):
+    server = psrt.train.Server(psrt.train.ClusterSpec(TWO_JOBS), job_name="worker")
+    servers.append(server)
+    assert (server.job_name, server.task_index) == ("worker", 0)
+
+
+def test_task_index_inferred_for_a_sparse_job(servers):
+    server = psrt.train.Server({"ps": {3: f"{LOCALHOST}:0"}}, job_name="ps")
+    servers.append(server)
+    assert server.task_index == 3
+
+
+def test_job_name_required_with_several_jobs():
+    with pytest.raises(ValueError) as e:
+        psrt.train.Server(TWO_JOBS, task_index=0, start=False)
+    assert str(e.value) == "Must specify an explicit `job_name`."
+
+
+def test_task_index_required_with_several_tasks():
+    with pytest.raises(ValueError) as e:
+        psrt.train.Server(TWO_JOBS, job_name="ps", start=False)
+    assert str(e.value) == "Must specify an explicit `task_index`."
+
+
+def test_unknown_job_names_the_valid_jobs():
+    with pytest.raises(ValueError) as e:
+        psrt.train.Server(TWO_JOBS, job_name="chief", task_index=0, start=False)
+    assert str(e.value) == "Job 'chief' is not in the cluster; jobs: ['ps', 'worker']"
+
+
+def test_unknown_task_index_names_the_valid_indices():
+    with pytest.raises(ValueError) as e:
+        psrt.train.Server(TWO_JOBS, job_name="ps", task_index=2, start=False)
+    assert str(e.value) == "Task index 2 is not in job 'ps'; valid indices: [0, 1]"
+
+
+@pytest.mark.parametrize("address", ["localhost", "127.0.0.1:", "127.0.0.1:http",
+                                     "127.0.0.1:70000"])
+def test_address_without_a_valid_port(address):
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        psrt.train.Server({"ps": [address]}, job_name="ps", task_index=0)
+    assert str(e.value) == (f"address '{address}' of /job:ps/task:0 has no valid port; "
+                            f"expected host:port")
+    assert e.value.error_code == errors.INVALID_ARGUMENT
+
+
+def test_unsupported_protocol():
+    with pytest.raises(ValueError, match="protocol 'rdma' not supported"):
+        psrt.train.Server({"local": [f"{LOCALHOST}:0"]}, protocol="rdma", start=False)
+
+
+def test_grpc_protocol_and_config_are_accepted(servers):
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:0"]}, protocol="grpc",
+                               config=psrt.ConfigProto())
+    servers.append(server)
+    assert server.port > 0
+
+
+def test_cluster_spec_argument_is_not_modified(servers):
+    spec = psrt.train.ClusterSpec({"local": [f"{LOCALHOST}:0"]})
+    server = psrt.train.Server(spec)
+    servers.append(server)
+    assert spec.as_dict() == {"local": [f"{LOCALHOST}:0"]}
+    assert server.server_def_cluster.task_address("local", 0) != f"{LOCALHOST}:0"
+
+
+# ---- start, stop, port ---------------------------------------------------------------------
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(2.0)
+        return s.connect_ex((LOCALHOST, port)) == 0
+
+
+def test_start_false_binds_nothing_until_start(servers):
+    with socket.socket() as probe:
+        probe.bind((LOCALHOST, 0))
+        port = probe.getsockname()[1]
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:{port}"]}, start=False)
+    servers.append(server)
+    assert server.port == port
+    assert server.target == f"psrt://{LOCALHOST}:{port}"
+    assert not _accepts(port)
+    server.start()
+    assert _accepts(port)
+    server.start()  # idempotent while running
+    assert server.port == port
+
+
+def test_stop_frees_the_port_and_start_serves_again(servers):
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:0"]})
+    servers.append(server)
+    port = server.port
+    server.stop()
+    server.stop()  # idempotent
+    assert not _accepts(port)
+    other = psrt.train.Server({"local": [f"{LOCALHOST}:{port}"]})  # the port is free
+    other.stop()
+    server.start()
+    assert server.port == port and _accepts(port)
+
+
+def test_port_in_use_is_unavailable():
+    with socket.socket() as taken:
+        taken.bind((LOCALHOST, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(errors.UnavailableError, match="already in use"):
+            psrt.train.Server({"local": [f"{LOCALHOST}:{port}"]})
+
+
+def test_repr_names_task_and_target(servers):
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:0"]})
+    servers.append(server)
+    assert repr(server) == (f"<psrt.train.Server /job:local/task:0 at {LOCALHOST}:0 "
+                            f"target={server.target}>")
+
+
+def test_create_local_server_trains(servers, fresh_graph):
+    server = psrt.train.Server.create_local_server()
+    servers.append(server)
+    assert (server.job_name, server.task_index) == ("localhost", 0)
+    assert server.target.startswith(f"psrt://{LOCALHOST}:") and server.port > 0
+    v = psrt.Variable(np.ones(3, np.float32), name="v")
+    op = psrt.train.GradientDescentOptimizer(0.5).apply_gradients(
+        [(np.full(3, 2.0, np.float32), v)])
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        sess.run(op)
+        np.testing.assert_array_equal(sess.run(v), np.zeros(3, np.float32))
+
+
+def test_create_local_server_start_false(servers):
+    server = psrt.train.Server.create_local_server(start=False)
+    servers.append(server)
+    assert server.port == 0
+    server.start()
+    assert server.port > 0 and _accepts(server.port)
+
+
+# ---- join ---------------------------------------------------------------------------------
+
+def test_join_before_start_fails():
+    server = psrt.train.Server({"local": [f"{LOCALHOST}:0"]}, start=False)
+    with pytest.raises(errors.FailedPreconditionError,
+                       match=r"join\(\) on a server never started"):
+        server.join()
+
+
+def _count_for(seconds: float) -> int:
+    n = 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n += 1
+    return n
+
+
+def test_join_releases_the_gil_and_returns_on_stop(servers):
+    server = psrt.train.Server.create_local_server()
+    servers.append(server)
+    baseline = _count_for(0.3)
+    joiner = threading.Thread(target=server.join)
+    joiner.start()
+    try:
+        # A Python thread keeps running at (nearly) full speed while the other blocks in
+        # join(); holding the GIL across the core's wait would starve it.
+        during = _count_for(0.3)
+        assert joiner.is_alive()
+        assert during > 0.3 * baseline, (during, baseline)
+    finally:
+        server.stop()
+        joiner.join(5.0)
+    assert not joiner.is_alive()
+
+
+def _ps_process(cluster: dict, env: dict | None = None):
+    proc = spawn("ps", json.dumps(cluster), 0, env=env)
+    port = int(read_line(proc, "READY "))
+    return proc, port
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_a_joined_ps_promptly_with_status_0(signum):
+    proc, port = _ps_process({"ps": [f"{LOCALHOST}:0"]})
+    try:
+        time.sleep(0.3)  # READY is printed just before join() installs its handlers
+        assert _accepts(port)
+        start = time.monotonic()
+        os.kill(proc.pid, signum)
+        status = proc.wait(timeout=5)
+        elapsed = time.monotonic() - start
+    finally:
+        reap(proc)
+    assert status == 0
+    assert elapsed < 2.0
+    assert not _accepts(port)
+
+
+def test_join_returns_when_all_workers_are_done(fresh_graph):
+    cluster = {"ps": [f"{LOCALHOST}:0"], "worker": [f"{LOCALHOST}:0"]}
+    proc, port = _ps_process(cluster, env={"PSRT_EXIT_WHEN_WORKERS_DONE": "1"})
+    try:
+        worker = psrt.train.Server({"ps": [f"{LOCALHOST}:{port}"], "worker": [f"{LOCALHOST}:0"]},
+                                   job_name="worker", task_index=0)
+        with psrt.device("/job:ps/task:0"):
+            psrt.Variable(np.zeros(2, np.float32), name="v")
+        with psrt.Session(worker.target) as sess:  # connects to the ps to register v
+            sess.run(psrt.global_variables_initializer())
+            time.sleep(0.3)
+            assert proc.poll() is None
+            sess._psrt_worker_done()
+            assert proc.wait(timeout=5) == 0
+        worker.stop()
+    finally:
+        reap(proc)

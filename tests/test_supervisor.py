@@ -1,0 +1,216 @@
+"""Tests for psrt.train.Supervisor (tf.train.Supervisor's semantics) against real ps tasks.
+
+The classic loop::
+
+    sv = psrt.train.Supervisor(is_chief=..., logdir=..., init_op=..., summary_op=None,
+                               saver=..., global_step=..., save_model_secs=600)
+    with sv.managed_session(server.target) as sess:
+        while not sv.should_stop() and step < N:
+            _, step = sess.run([train_op, global_step])
+
+runs in worker subprocesses (tests/_mts_cluster.py ``sv_worker``) on a chief and a
+non-chief, and again after a restart; the other tests run the worker in this process
+against ps subprocesses. Every ps task binds a port the OS hands out and is reaped by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+import psrt
+from psrt import errors
+
+from _mts_cluster import (  # noqa: F401  (fixtures)
+    Job,
+    fresh_graph,
+    initial_values,
+    job,
+    tasks,
+)
+
+STATE_KEYS = ("W", "b", "W/Adagrad", "b/Adagrad", "global_step")
+
+
+def _steps_of(logdir: str) -> list[int]:
+    state = psrt.train.get_checkpoint_state(logdir)
+    return [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]
+
+
+def _supervisor(job: Job, logdir: str | None, is_chief: bool = True,
+                save_model_secs: float = 600) -> psrt.train.Supervisor:
+    return psrt.train.Supervisor(is_chief=is_chief, logdir=logdir,
+                                 init_op=psrt.global_variables_initializer(), summary_op=None,
+                                 saver=psrt.train.Saver(), global_step=job.model.global_step,
+                                 save_model_secs=save_model_secs)
+
+
+# ---- the classic loop across processes ------------------------------------------------------
+
+@pytest.mark.slow
+def test_supervisor_loop_runs_on_chief_and_non_chief(tasks, tmp_path):
+    logdir = str(tmp_path / "logs")  # does not exist: the chief creates it, as TF's
+    ps = tasks.ps(1, workers=2)
+    other = tasks.worker("worker1", ps, 2, 1, role="sv_worker", logdir=logdir, last_step=80,
+                         step_sleep=0.005)
+    other.expect("started", timeout=30)
+    time.sleep(0.5)  # the non-chief waits in prepare_or_wait_for_session
+    assert other.event("session") is None
+    chief = tasks.worker("chief", ps, 2, 0, role="sv_worker", logdir=logdir, last_step=80,
+                         step_sleep=0.005, init_seed=9, pause_before_training=1.0)
+    chief.expect_exit(0, timeout=60)
+    other.expect_exit(0, timeout=60)
+    init = initial_values(9)
+    for w in (chief, other):
+        done = w.expect("done")
+        assert done["last"] >= 80 and done["runs"] > 0, done
+        assert w.expect("queue_runners")["value"] == []
+    # The non-chief started from the chief's initial values (it never initializes; the
+    # chief held back 1 s before its first step).
+    session = other.expect("session")
+    assert session["step"] == 0
+    assert session["t"] < chief.expect("done")["t"]
+    np.testing.assert_array_equal(np.asarray(session["state"]["W"], np.float32), init["W"])
+    np.testing.assert_array_equal(np.asarray(session["state"]["b"], np.float32), init["b"])
+    # The chief's stop() saved a last checkpoint at the step it ended with.
+    latest = psrt.train.latest_checkpoint(logdir)
+    assert latest is not None
+    step = int(latest.rsplit("-", 1)[1])
+    assert step >= chief.expect("done")["last"] >= 80
+
+
+@pytest.mark.slow
+def test_supervisor_restores_from_logdir_on_restart(tasks, tmp_path):
+    logdir = str(tmp_path / "logs")
+
+    def run(name: str, last_step: int):
+        ps = tasks.ps(1, workers=1)
+        chief = tasks.worker(name, ps, 1, 0, role="sv_worker", logdir=logdir,
+                             last_step=last_step, init_seed=4)
+        chief.expect_exit(0, timeout=60)
+        for p in ps:
+            assert p.reap() == 0
+        return chief
+
+    first = run("first", 30)
+    assert first.expect("session")["step"] == 0
+    assert first.expect("done")["last"] == 30
+    assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-30")
+    reader = psrt.train.load_checkpoint(logdir)
+    saved = {k: reader.get_tensor(k) for k in STATE_KEYS}
+
+    again = run("again", 50)
+    session = again.expect("session")
+    assert session["step"] == 30
+    for k in STATE_KEYS:
+        np.testing.assert_array_equal(np.asarray(session["state"][k], saved[k].dtype), saved[k],
+                                      err_msg=k)
+    done = again.expect("done")
+    assert (done["runs"], done["first"], done["last"]) == (20, 31, 50)
+    assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-50")
+
+
+# ---- the Supervisor API in this process -------------------------------------------------------
+
+def test_prepare_or_wait_for_session_request_stop_and_stop(job, tmp_path):
+    m = job.model
+    logdir = str(tmp_path / "logs")
+    saver = psrt.train.Saver()
+    sv = psrt.train.Supervisor(is_chief=True, logdir=logdir,
+                               init_op=psrt.global_variables_initializer(), summary_op=None,
+                               saver=saver, global_step=m.global_step, save_model_secs=600)
+    assert sv.is_chief and sv.saver is saver and sv.global_step is m.global_step
+    assert sv.save_path == os.path.join(logdir, "model.ckpt")
+    sess = sv.prepare_or_wait_for_session(job.target)
+    try:
+        init = initial_values(5)
+        np.testing.assert_array_equal(sess.run(m.W), init["W"])
+        assert sess.run(m.global_step) == 0
+        assert sv.start_queue_runners(sess) == []
+        assert not sv.should_stop()
+        steps = [sess.run([m.train_op, m.global_step])[1] for _ in range(3)]
+        assert steps == [1, 2, 3]
+        sv.request_stop()
+        assert sv.should_stop() and sv.coord.should_stop()
+        assert psrt.train.latest_checkpoint(logdir) is None  # 600 s: no periodic save yet
+        sv.stop()
+        assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-3")
+    finally:
+        sess.close()
+
+
+def test_save_model_secs_saves_on_a_thread(job, tmp_path):
+    m = job.model
+    logdir = str(tmp_path / "logs")
+    sv = _supervisor(job, logdir, save_model_secs=0.2)
+    with sv.managed_session(job.target) as sess:
+        start = time.monotonic()
+        step = 0
+        while not sv.should_stop() and time.monotonic() - start < 0.9:
+            _, step = sess.run([m.train_op, m.global_step])
+            time.sleep(0.005)
+        during = _steps_of(logdir) if psrt.train.get_checkpoint_state(logdir) else []
+    assert len(during) >= 2, during
+    assert during == sorted(during) and during[-1] <= step
+    # stop() (on leaving managed_session) saved once more, at the last step.
+    assert _steps_of(logdir)[-1] == step
+    assert sv.should_stop()
+
+
+def test_managed_session_out_of_range_ends_normally_other_errors_propagate(job, tmp_path):
+    m = job.model
+    logdir = str(tmp_path / "logs")
+    sv = _supervisor(job, logdir)
+    with sv.managed_session(job.target) as sess:
+        sess.run(m.train_op)
+        sess.run(m.train_op)
+        raise errors.OutOfRangeError(None, None, "End of sequence")
+    assert sv.should_stop()
+    assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-2")
+    with pytest.raises(RuntimeError):
+        sess.run(m.W)  # the session was closed
+
+    # Any other exception propagates, after the supervisor stopped.
+    sv2 = _supervisor(job, str(tmp_path / "logs2"))
+    with pytest.raises(ValueError, match="boom"):
+        with sv2.managed_session(job.target) as sess2:
+            sess2.run(m.train_op)
+            raise ValueError("boom")
+    assert sv2.should_stop()
+
+
+def test_non_chief_waits_for_the_model_then_fails_naming_variables(job):
+    sv = _supervisor(job, None, is_chief=False)
+    assert not sv.is_chief
+    start = time.monotonic()
+    with pytest.raises(errors.DeadlineExceededError) as info:
+        sv.prepare_or_wait_for_session(job.target, max_wait_secs=0.5)
+    assert 0.5 <= time.monotonic() - start < 4.0
+    names = info.value.message.split("variables never initialized: ", 1)[1].split(", ")
+    assert sorted(names) == ["W", "b", "global_step"]
+    with pytest.raises(RuntimeError, match="Only chief supervisor"):
+        sv.start_standard_services(None)
+
+
+def test_non_chief_supervisor_uses_the_chiefs_values(job, tmp_path):
+    m = job.model
+    chief = _supervisor(job, str(tmp_path / "logs"))
+    sess = chief.prepare_or_wait_for_session(job.target)
+    try:
+        for _ in range(4):
+            sess.run(m.train_op)
+        left = sess.run([m.W, m.b, m.global_step])
+        other = psrt.train.Supervisor(is_chief=False, logdir=str(tmp_path / "logs"),
+                                      init_op=psrt.global_variables_initializer(),
+                                      summary_op=None, global_step=m.global_step)
+        with other.managed_session(job.target) as osess:
+            W, b, step = osess.run([m.W, m.b, m.global_step])
+        np.testing.assert_array_equal(W, left[0])
+        np.testing.assert_array_equal(b, left[1])
+        assert step == left[2] == 4
+    finally:
+        chief.stop()
+        sess.close()

@@ -1,0 +1,607 @@
+"""The TCP transport end to end: psrt._core.Server and psrt._core.Client over real sockets.
+
+ps tasks run in subprocesses (tests/_ps_task.py) wherever a test is about two processes: lost
+connections, concurrent clients, several shards. "Fake" ps tasks are Python threads speaking
+the wire format over a raw socket (tests/_frames.py), for what a real one never does: answer
+late, never answer, or speak another version.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import _frames as fr
+from _ps_task import PsProcess
+from psrt import _core, errors
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def new_client(*addresses: str, timeout: float = 10.0) -> _core.Client:
+    c = _core.Client("worker", 0)
+    c.timeout = timeout
+    for shard, address in enumerate(addresses):
+        c.connect(shard, address, 10.0)
+    return c
+
+
+@pytest.fixture(scope="module")
+def ps():
+    proc = PsProcess()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def ps_pair():
+    procs = [PsProcess(task=0), PsProcess(task=1)]
+    yield procs
+    for p in procs:
+        p.stop()
+
+
+@pytest.fixture
+def client(ps):
+    c = new_client(ps.address)
+    yield c
+    c.close()
+
+
+_names = iter(range(1_000_000))
+
+
+def unique(prefix: str) -> str:
+    """Variable names unique within the module's shared ps task."""
+    return f"{prefix}_{next(_names)}"
+
+
+class FakePs:
+    """A ps task played by Python threads: answers HELLO (with the given magic and version),
+    REGISTER (id 1, initialized), PING, and PULL with `value` after `pull_delay` seconds, or
+    never when `stall`."""
+
+    def __init__(self, version: int = fr.VERSION, magic: int = fr.MAGIC, pull_delay: float = 0.0,
+                 stall: bool = False, value: bytes = b"") -> None:
+        self.version, self.magic = version, magic
+        self.pull_delay, self.stall, self.value = pull_delay, stall, value
+        self.closed = threading.Event()
+        self.conns: list[socket.socket] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.1)
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            conn.settimeout(None)
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            while True:
+                got = fr.read_frame(conn)
+                if got is None:
+                    return
+                req, _ = got
+                if req["op"] == fr.HELLO:
+                    conn.sendall(fr.reply_frame(req, b"ps", version=self.version,
+                                                magic=self.magic, step=1))
+                elif req["op"] == fr.REGISTER:
+                    conn.sendall(fr.reply_frame(req, var_id=1,
+                                                flags=fr.F_REPLY | fr.F_INITIALIZED))
+                elif req["op"] == fr.PULL:
+                    if self.stall:
+                        self.closed.wait()
+                        return
+                    time.sleep(self.pull_delay)
+                    conn.sendall(fr.reply_frame(req, self.value, var_id=1))
+                else:
+                    conn.sendall(fr.reply_frame(req))
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self.closed.set()
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        self.thread.join(5)
+
+
+def register_fake(c: _core.Client, shard: int = 0) -> int:
+    [(h, initialized)] = c.register([(shard, "V", "float32", [4], "", {}, None)])
+    assert initialized
+    return h
+
+
+class Ticker:
+    """Counts in a Python thread: proof that another thread holds no GIL while it blocks."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.ticks += 1
+            time.sleep(0.001)
+
+    def __enter__(self) -> "Ticker":
+        self._thread.start()
+        time.sleep(0.02)
+        self.start_ticks = self.ticks
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.during = self.ticks - self.start_ticks
+        self._stop.set()
+        self._thread.join()
+
+
+# ---- Server: ports ------------------------------------------------------------------------
+
+def test_port_zero_reports_the_bound_port():
+    s = _core.Server("127.0.0.1", 0, "ps", 0)
+    try:
+        assert 0 < s.port < 65536
+        with fr.connect(f"127.0.0.1:{s.port}") as sock:  # HELLO answered on that port
+            assert sock.getpeername()[1] == s.port
+    finally:
+        s.stop()
+
+
+def test_stop_then_bind_the_same_port_again():
+    s = _core.Server("127.0.0.1", 0, "ps", 0)
+    port = s.port
+    c = new_client(f"127.0.0.1:{port}")
+    [(h, _)] = c.register([(0, "v", "float32", [3], "", {}, np.ones(3, np.float32))])
+    c.pull([h], [np.empty(3, np.float32)])
+    t0 = time.monotonic()
+    s.stop()
+    assert time.monotonic() - t0 < 2.0
+    assert s.stopped and s.wait(0.0) and s.num_connections() == 0
+    s.stop()  # idempotent
+    c.close()
+    s2 = _core.Server("127.0.0.1", port, "ps", 0)  # the client's side is in TIME_WAIT
+    try:
+        assert s2.port == port
+        c2 = new_client(f"127.0.0.1:{port}")
+        c2.ping([0])
+        c2.close()
+    finally:
+        s2.stop()
+
+
+def test_port_in_use_fails_at_once():
+    s = _core.Server("127.0.0.1", 0, "ps", 0)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(errors.UnavailableError) as e:
+            _core.Server("127.0.0.1", s.port, "ps", 1)
+        assert time.monotonic() - t0 < 1.0
+        assert f"127.0.0.1:{s.port}" in e.value.message and "already in use" in e.value.message
+    finally:
+        s.stop()
+    with socket.socket() as other:  # a port held by some other program
+        other.bind(("127.0.0.1", 0))
+        other.listen(1)
+        port = other.getsockname()[1]
+        with pytest.raises(errors.UnavailableError, match=f"127.0.0.1:{port} already in use"):
+            _core.Server("127.0.0.1", port, "ps", 0)
+
+
+# ---- Server: many connections, no GIL -----------------------------------------------------
+
+def test_many_concurrent_connections(ps):
+    name, step_name = unique("shared"), unique("step")
+    n_threads, n_pushes, size = 16, 40, 1000
+    setup = new_client(ps.address)
+    setup.register([
+        (0, name, "float32", [size], "GradientDescent", {"learning_rate": 1.0, "use_locking": 1},
+         np.zeros(size, np.float32)),
+        (0, step_name, "int64", [], "", {}, np.array(0, np.int64))])
+    steps: list[list[int]] = [[] for _ in range(n_threads)]
+    failures: list[BaseException] = []
+    start = threading.Barrier(n_threads)
+
+    def worker(i: int) -> None:
+        try:
+            c = new_client(ps.address)
+            [(h, init), (hs, _)] = c.register([
+                (0, name, "float32", [size], "GradientDescent", {"learning_rate": 1.0}, None),
+                (0, step_name, "int64", [], "", {}, None)])
+            assert init
+            g = np.full(size, -1.0, np.float32)
+            start.wait()
+            for _ in range(n_pushes):
+                steps[i].append(c.push([h], [g], step_handle=hs))
+            c.close()
+        except BaseException as e:  # reported below, with the thread's index
+            failures.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not failures, failures
+    total = n_threads * n_pushes
+    out = np.empty(size, np.float32)
+    [(h, _), (hs, _)] = setup.register([
+        (0, name, "float32", [size], "GradientDescent", {"learning_rate": 1.0}, None),
+        (0, step_name, "int64", [], "", {}, None)])
+    setup.pull([h], [out])
+    np.testing.assert_array_equal(out, np.full(size, total, np.float32))
+    every = sorted(s for per in steps for s in per)
+    assert every == list(range(1, total + 1))   # each push saw its own new step
+    for per in steps:
+        assert per == sorted(per)
+    assert setup.step_read(hs) == total
+    setup.close()
+
+
+def test_gil_released_while_a_pull_blocks():
+    value = np.arange(4, dtype=np.float32)
+    fake = FakePs(pull_delay=0.5, value=value.tobytes())
+    try:
+        c = new_client(fake.address)
+        h = register_fake(c)
+        out = np.zeros(4, np.float32)
+        with Ticker() as t:
+            t0 = time.monotonic()
+            c.pull([h], [out])
+            elapsed = time.monotonic() - t0
+        assert elapsed >= 0.45
+        assert t.during > 50, f"only {t.during} ticks in {elapsed:.2f} s: the pull held the GIL"
+        np.testing.assert_array_equal(out, value)
+        c.close()
+    finally:
+        fake.close()
+
+
+def test_gil_released_while_server_wait_blocks():
+    s = _core.Server("127.0.0.1", 0, "ps", 0)
+    try:
+        with Ticker() as t:
+            assert s.wait(0.5) is False
+        assert t.during > 50, f"only {t.during} ticks: Server.wait held the GIL"
+        stopper = threading.Timer(0.2, s.stop)
+        stopper.start()
+        assert s.wait(-1) is True  # blocks until another Python thread stops it
+        stopper.join()
+    finally:
+        s.stop()
+
+
+def test_stalled_ps_hits_the_deadline_and_stays_failed():
+    fake = FakePs(stall=True)
+    try:
+        c = new_client(fake.address, timeout=0.5)
+        h = register_fake(c)
+        out = np.zeros(4, np.float32)
+        with Ticker() as t:
+            t0 = time.monotonic()
+            with pytest.raises(errors.DeadlineExceededError) as e:
+                c.pull([h], [out])
+            assert 0.45 < time.monotonic() - t0 < 3.0
+        assert t.during > 50
+        assert "/job:ps/task:0" in e.value.message and fake.address in e.value.message
+        # The stream is out of step now: the connection is dropped, and later calls get
+        # UnavailableError, which the monitored session recovers from by reconnecting.
+        with pytest.raises(errors.UnavailableError, match="dropped after no reply within 0.5 s"):
+            c.ping([0])
+        c.close()
+    finally:
+        fake.close()
+
+
+# ---- Client: connecting -------------------------------------------------------------------
+
+def test_client_started_before_its_server():
+    port = free_port()
+    result: list[object] = []
+    c = _core.Client("worker", 0)
+
+    def connect() -> None:
+        t0 = time.monotonic()
+        try:
+            c.connect(0, f"127.0.0.1:{port}", 20.0)
+            result.append(time.monotonic() - t0)
+        except BaseException as e:
+            result.append(e)
+
+    th = threading.Thread(target=connect)
+    th.start()
+    time.sleep(0.5)
+    late = PsProcess(port=port)
+    try:
+        th.join(20)
+        assert len(result) == 1 and isinstance(result[0], float), result
+        assert result[0] >= 0.5
+        c.ping([0])
+        c.close()
+    finally:
+        late.stop()
+
+
+def test_connect_timeout_names_task_and_address():
+    address = f"127.0.0.1:{free_port()}"
+    c = _core.Client("worker", 0)
+    t0 = time.monotonic()
+    with pytest.raises(errors.UnavailableError) as e:
+        c.connect(3, address, 0.3)
+    assert 0.25 < time.monotonic() - t0 < 2.0
+    assert "/job:ps/task:3" in e.value.message and address in e.value.message
+
+
+def test_connect_to_a_peer_that_never_answers_hello():
+    with socket.socket() as silent:  # the kernel accepts; nobody ever reads or writes
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        c = _core.Client("worker", 0)
+        t0 = time.monotonic()
+        with pytest.raises(errors.UnavailableError) as e:
+            c.connect(2, address, 0.2)
+        assert time.monotonic() - t0 < 3.0  # at least 1 s is left for HELLO itself
+        assert "no HELLO reply" in e.value.message and "/job:ps/task:2" in e.value.message
+        assert address in e.value.message
+
+
+def test_hello_version_mismatch():
+    fake = FakePs(version=2)
+    try:
+        c = _core.Client("worker", 0)
+        with pytest.raises(errors.FailedPreconditionError) as e:
+            c.connect(0, fake.address, 5.0)
+        assert "version 1" in e.value.message and "version 2" in e.value.message
+        assert fake.address in e.value.message
+    finally:
+        fake.close()
+
+
+def test_peer_that_is_not_a_ps_task():
+    fake = FakePs(magic=0x50545448)  # "HTTP"
+    try:
+        c = _core.Client("worker", 0)
+        with pytest.raises(errors.UnavailableError, match="not a psrt ps task"):
+            c.connect(0, fake.address, 5.0)
+    finally:
+        fake.close()
+
+
+def test_lost_connection_is_unavailable_and_sticky():
+    ps = PsProcess()
+    try:
+        c = new_client(ps.address)
+        [(h, _)] = c.register([(0, "v", "float32", [8], "GradientDescent",
+                                {"learning_rate": 1.0}, np.ones(8, np.float32))])
+        out = np.empty(8, np.float32)
+        c.pull([h], [out])
+        ps.kill()
+        messages = []
+        for call in (lambda: c.pull([h], [out]), lambda: c.push([h], [out]),
+                     lambda: c.ping([0])):
+            with pytest.raises(errors.UnavailableError) as e:
+                call()
+            messages.append(e.value.message)
+        assert "/job:ps/task:0" in messages[0] and ps.address in messages[0], messages[0]
+        assert messages[1] == messages[0] == messages[2]  # the first failure, kept
+        restarted = PsProcess(port=ps.port)  # a new ps task on the same address...
+        try:
+            with pytest.raises(errors.UnavailableError):  # ...does not revive this connection
+                c.pull([h], [out])
+        finally:
+            restarted.stop()
+        c.close()
+    finally:
+        ps.stop()
+
+
+# ---- Client: pull and push ----------------------------------------------------------------
+
+def test_pull_fills_caller_arrays_in_place(client):
+    a, b = unique("a"), unique("b")
+    va = np.arange(6, dtype=np.float32).reshape(2, 3)
+    vb = np.linspace(0, 1, 7)
+    [(ha, _), (hb, _)] = client.register([
+        (0, a, "float32", [2, 3], "", {}, va), (0, b, "float64", [7], "", {}, vb)])
+    oa, ob = np.zeros((2, 3), np.float32), np.zeros(7, np.float64)
+    ids = (id(oa), id(ob))
+    assert client.pull([ha, hb], [oa, ob]) is None
+    assert (id(oa), id(ob)) == ids
+    np.testing.assert_array_equal(oa, va)
+    np.testing.assert_array_equal(ob, vb)
+
+    with pytest.raises(errors.InvalidArgumentError, match=f"'{a}'.*float32\\[2,3\\].*float64"):
+        client.pull([ha], [np.zeros((2, 3), np.float64)])
+    ro = np.zeros((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(errors.InvalidArgumentError, match="writable"):
+        client.pull([ha], [ro])
+    with pytest.raises(errors.InvalidArgumentError, match="2 variables but 1 output"):
+        client.pull([ha, hb], [oa])
+
+
+def test_push_rejects_bad_gradients(client):
+    name = unique("G")
+    [(h, _)] = client.register([(0, name, "float32", [3, 4], "GradientDescent",
+                                 {"learning_rate": 1.0}, np.ones((3, 4), np.float32))])
+    cases = [
+        (np.zeros((3, 4), np.float64), ["float32[3,4]", "got float64[3,4]"]),
+        (np.zeros((4, 3), np.float32), ["float32[3,4]", "got float32[4,3]"]),
+        (np.zeros(12, np.float32), ["float32[3,4]", "got float32[12]"]),
+        (np.zeros((4, 3), np.float32).T, ["C-contiguous float32[3,4]",
+                                          "non-contiguous float32[3,4]", "strides (4,12)"]),
+        (np.zeros((3, 8), np.float32)[:, ::2], ["C-contiguous", "strides (32,8)"]),
+    ]
+    for grad, words in cases:
+        with pytest.raises(errors.InvalidArgumentError) as e:
+            client.push([h], [grad])
+        assert f"gradient for variable '{name}'" in e.value.message
+        for w in words:
+            assert w in e.value.message, (w, e.value.message)
+    out = np.empty((3, 4), np.float32)
+    client.pull([h], [out])
+    np.testing.assert_array_equal(out, np.ones((3, 4), np.float32))
+
+
+def test_push_returns_the_new_step(client):
+    w, step = unique("w"), unique("global_step")
+    [(h, _), (hs, _)] = client.register([
+        (0, w, "float32", [5], "GradientDescent", {"learning_rate": 1.0}, np.zeros(5, np.float32)),
+        (0, step, "int64", [], "", {}, np.array(0, np.int64))])
+    g = np.ones(5, np.float32)
+    assert client.push([h], [g], step_handle=hs) == 1
+    assert client.push([h], [g], step_handle=hs) == 2
+    assert client.push([h], [g], step_handle=hs, step_delta=5) == 7
+    assert client.push([h], [g]) == -1
+    assert client.push([h], [g], learning_rate=0.5) == -1
+    back = np.empty(5, np.float32)
+    assert client.push([h], [g], step_handle=hs, return_values=[back]) == 8
+    np.testing.assert_array_equal(back, np.full(5, -5.5, np.float32))
+    assert client.step_read(hs) == 8
+
+
+def test_two_shards_in_one_batch(ps_pair):
+    c = new_client(*(p.address for p in ps_pair))
+    w, b, step = unique("W"), unique("b"), unique("global_step")
+    [(hw, _), (hb, _), (hs, _)] = c.register([
+        (0, w, "float32", [64, 10], "Adagrad", {"learning_rate": 0.5, "slot_init": 0.1},
+         np.zeros((64, 10), np.float32)),
+        (1, b, "float32", [10], "GradientDescent", {"learning_rate": 1.0},
+         np.zeros(10, np.float32)),
+        (1, step, "int64", [], "", {}, np.array(0, np.int64))])
+    gw, gb = np.full((64, 10), 2.0, np.float32), np.full(10, 3.0, np.float32)
+    assert c.push([hw, hb], [gw, gb], step_handle=hs) == 1
+    ow, ob = np.empty((64, 10), np.float32), np.empty(10, np.float32)
+    c.pull([hw, hb], [ow, ob])
+    accum = np.float32(0.1) + gw * gw
+    np.testing.assert_allclose(ow, -0.5 * gw / np.sqrt(accum), rtol=1e-6)
+    np.testing.assert_array_equal(ob, -gb)
+    assert {v["name"] for v in c.list_variables(0)} >= {w}
+    assert w not in {v["name"] for v in c.list_variables(1)}
+    assert {v["name"] for v in c.list_variables(1)} >= {b, step}
+    c.close()
+
+
+def test_requests_to_shards_are_all_sent_before_any_reply_is_awaited():
+    value = np.arange(4, dtype=np.float32).tobytes()
+    fakes = [FakePs(pull_delay=0.5, value=value) for _ in range(2)]
+    try:
+        c = new_client(*(f.address for f in fakes))
+        h0, h1 = register_fake(c, 0), register_fake(c, 1)
+        o0, o1 = np.zeros(4, np.float32), np.zeros(4, np.float32)
+        t0 = time.monotonic()
+        c.pull([h0, h1], [o0, o1])
+        elapsed = time.monotonic() - t0
+        # One after the other would take >= 1 s.
+        assert 0.48 < elapsed < 0.9, f"{elapsed:.2f} s: shards were not asked in parallel"
+        np.testing.assert_array_equal(o1, np.arange(4, dtype=np.float32))
+        c.close()
+    finally:
+        for f in fakes:
+            f.close()
+
+
+# ---- Row-sparse, global step, IS_INITIALIZED, LIST ---------------------------------------
+
+def test_row_sparse_push_and_pull_rows(client):
+    e, step = unique("E"), unique("global_step")
+    [(h, _), (hs, _)] = client.register([
+        (0, e, "float32", [6, 3], "GradientDescent", {"learning_rate": 1.0},
+         np.zeros((6, 3), np.float32)),
+        (0, step, "int64", [], "", {}, np.array(10, np.int64))])
+    idx = np.array([0, 2, 2], np.int64)
+    rows = np.arange(9, dtype=np.float32).reshape(3, 3)
+    assert client.push_sparse(h, idx, rows, step_handle=hs) == 11
+    want = np.zeros((6, 3), np.float32)
+    want[0] -= rows[0]
+    want[2] -= rows[1] + rows[2]  # duplicates are summed
+    out = np.empty((3, 3), np.float32)
+    client.pull_rows(h, np.array([2, 0, 5], np.int64), out)
+    np.testing.assert_array_equal(out, want[[2, 0, 5]])
+
+    with pytest.raises(errors.InvalidArgumentError) as ex:
+        client.push_sparse(h, np.array([1, 6], np.int64), np.ones((2, 3), np.float32))
+    assert "index 6 at position 1" in ex.value.message and f"'{e}'" in ex.value.message
+    with pytest.raises(errors.InvalidArgumentError, match="index -1 at position 0"):
+        client.pull_rows(h, np.array([-1], np.int64), np.empty((1, 3), np.float32))
+    with pytest.raises(errors.InvalidArgumentError, match=r"float32\[2,3\]; got float32\[2,4\]"):
+        client.push_sparse(h, np.array([1, 2], np.int64), np.ones((2, 4), np.float32))
+    with pytest.raises(errors.InvalidArgumentError, match="int64"):
+        client.pull_rows(h, np.array([1], np.int32), np.empty((1, 3), np.float32))
+    full = np.empty((6, 3), np.float32)
+    client.pull([h], [full])
+    np.testing.assert_array_equal(full, want)  # the refused updates wrote nothing
+
+
+def test_global_step_increments_atomically_from_threads(ps):
+    step = unique("global_step")
+    setup = new_client(ps.address)
+    [(hs, _)] = setup.register([(0, step, "int64", [], "", {}, np.array(100, np.int64))])
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def bump() -> None:
+        c = new_client(ps.address)
+        [(h, _)] = c.register([(0, step, "int64", [], "", {}, None)])
+        mine = [c.step_increment(h) for _ in range(100)]
+        with lock:
+            seen.extend(mine)
+        c.close()
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(seen) == list(range(101, 501))
+    assert setup.step_read(hs) == 500
+    assert setup.step_increment(hs, 7) == 507
+    setup.close()
+
+
+def test_is_initialized_and_list(client):
+    u, s = unique("U"), unique("S")
+    [(hu, init_u), (hs, init_s)] = client.register([
+        (0, u, "float32", [2, 2], "Adagrad", {"learning_rate": 0.1, "slot_init": 0.1}, None),
+        (0, s, "int64", [], "", {}, np.array(3, np.int64))])
+    assert (init_u, init_s) == (False, True)
+    assert client.is_initialized([hu, hs]) == [False, True]
+    with pytest.raises(errors.FailedPreconditionError, match=f"uninitialized value {u}"):
+        client.pull([hu], [np.empty((2, 2), np.float32)])
+    client.assign([hu], [np.full((2, 2), 2.0, np.float32)])
+    client.assign_add([hu], [np.ones((2, 2), np.float32)])
+    assert client.is_initialized([hu]) == [True]
+    out = np.empty((2, 2), np.float32)
+    client.pull([hu], [out])
+    np.testing.assert_array_equal(out, np.full((2, 2), 3.0, np.float32))
+    listed = {v["name"]: v for v in client.list_variables(0)}
+    assert listed[u] == {"id": listed[u]["id"], "name": u, "dtype": "float32", "shape": (2, 2),
+                         "initialized": True, "optimizer": "Adagrad"}
+    assert listed[s]["dtype"] == "int64" and listed[s]["shape"] == ()
+    ids = [v["id"] for v in client.list_variables(0)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)

@@ -1,0 +1,443 @@
+"""Bad input never hurts the server (docs/protocol.md, "Validation").
+
+A ps task runs in a subprocess (tests/_ps_task.py) with a small max_payload. Each test sends
+crafted frames over a raw socket and checks the designed outcome: an error reply with the
+canonical status code and a message naming the bad value, then either a closed connection (bad
+fixed header) or a connection still in step (per-op mismatch: the payload is discarded), or a
+closed connection and no reply at all (truncated frame). Around every test a fixture checks that
+the ps process is alive, that a connection opened before the test still gets answers, and that
+no stored value (variables, optimizer slots, global step) changed.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+
+import numpy as np
+import pytest
+
+import _frames as fr
+from _ps_task import PsProcess
+from psrt import _core
+
+MAX_PAYLOAD = 1 << 20
+W_SHAPE = (4, 3)           # float32, Adagrad: 48 bytes
+W_BYTES = 48
+E_SHAPE = (4, 32768)       # float32, GradientDescent: 512 KiB, rows of 128 KiB
+D_SHAPE = (5,)             # float64, GradientDescent
+
+
+@pytest.fixture(scope="module")
+def ps():
+    proc = PsProcess(max_payload=MAX_PAYLOAD)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(ps):
+    """A well-behaved worker (psrt Client) that registered the variables; ids by name."""
+    client = _core.Client("worker", 0)
+    client.timeout = 10.0
+    client.connect(0, ps.address, 10.0)
+    handles = client.register([
+        (0, "W", "float32", list(W_SHAPE), "Adagrad", {"learning_rate": 0.1, "slot_init": 0.1},
+         np.arange(12, dtype=np.float32).reshape(W_SHAPE)),
+        (0, "E", "float32", list(E_SHAPE), "GradientDescent", {"learning_rate": 1.0},
+         np.ones(E_SHAPE, np.float32)),
+        (0, "D", "float64", list(D_SHAPE), "GradientDescent", {"learning_rate": 1.0},
+         np.linspace(0, 1, 5)),
+        (0, "global_step", "int64", [], "", {}, np.array(7, np.int64)),
+    ])
+    names = ["W", "E", "D", "global_step"]
+    h = {n: handle for n, (handle, _) in zip(names, handles)}
+    ids = {e["name"]: e["id"] for e in client.list_variables(0)}
+    yield client, h, ids
+    client.close()
+
+
+def snapshot(client, h):
+    w = np.empty(W_SHAPE, np.float32)
+    accum = np.empty(W_SHAPE, np.float32)
+    e = np.empty(E_SHAPE, np.float32)
+    d = np.empty(D_SHAPE, np.float64)
+    client.pull([h["W"], h["E"], h["D"]], [w, e, d])
+    client.pull([h["W"]], [accum], slot=1)
+    return {"W": w, "W/Adagrad": accum, "E": e, "D": d,
+            "global_step": client.step_read(h["global_step"])}
+
+
+@pytest.fixture(autouse=True)
+def unharmed(ps, cluster):
+    """Checks after each test: ps alive, an older connection still served, values unchanged."""
+    client, h, _ = cluster
+    before = snapshot(client, h)
+    bystander = fr.connect(ps.address)
+    yield
+    assert ps.alive(), f"ps task died: {ps.stderr()}"
+    bystander.sendall(fr.frame(fr.PING, request_id=77))
+    got = fr.read_frame(bystander)
+    assert got is not None and got[0]["status"] == fr.OK and got[0]["request_id"] == 77
+    bystander.close()
+    client.ping([0])
+    after = snapshot(client, h)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+@pytest.fixture
+def peer(ps):
+    """A raw connection that has said HELLO."""
+    sock = fr.connect(ps.address)
+    yield sock
+    sock.close()
+
+
+def expect_error(sock, code, *words):
+    got = fr.read_frame(sock)
+    assert got is not None, "expected an error reply, the connection closed"
+    h, payload = got
+    msg = payload.decode()
+    assert h["flags"] & fr.F_REPLY
+    assert h["status"] == code, (h["status"], msg)
+    assert h["version"] == fr.VERSION and h["magic"] == fr.MAGIC
+    for w in words:
+        assert w in msg, (w, msg)
+    return h, msg
+
+
+def assert_in_step(sock):
+    """The stream is still framed correctly: a PING on the same connection is answered."""
+    sock.sendall(fr.frame(fr.PING, request_id=4242))
+    got = fr.read_frame(sock)
+    assert got is not None, "connection closed; expected it to stay open"
+    assert got[0]["status"] == fr.OK and got[0]["request_id"] == 4242
+
+
+def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None) -> bytes:
+    rank = len(shape) if rank is None else rank
+    return (struct.pack("<H", len(name)) + name + struct.pack("<BB", dtype, rank) +
+            b"".join(struct.pack("<q", d) for d in shape) + struct.pack("<BBB", optimizer, 0, 0) +
+            struct.pack("<6d", 0.1, 0.0, 0.9, 0.999, 1e-8, 0.0))
+
+
+# ---- A bad fixed header: one error reply, then the connection is closed -------------------
+
+BAD_HEADERS = [
+    ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
+     ["magic", "0xdeadbeef", "0x54525350"]),
+    ("version 2", lambda ids: fr.header(fr.PING, version=2), fr.FAILED_PRECONDITION,
+     ["version 2", "version 1"]),
+    ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
+     ["version 0", "version 1"]),
+    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..12"]),
+    ("op 13", lambda ids: fr.header(13), fr.INVALID_ARGUMENT, ["unknown op 13"]),
+    ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
+    ("dtype code", lambda ids: fr.header(fr.PULL, var_id=ids["W"], dtype=9),
+     fr.INVALID_ARGUMENT, ["dtype code 9"]),
+    ("status on request", lambda ids: fr.header(fr.PING, status=99), fr.INVALID_ARGUMENT,
+     ["status code 99"]),
+    ("reserved", lambda ids: fr.header(fr.PING, reserved=1), fr.INVALID_ARGUMENT, ["reserved"]),
+    ("reserved2", lambda ids: fr.header(fr.PING, reserved2=5), fr.INVALID_ARGUMENT,
+     ["reserved"]),
+    ("reply flag", lambda ids: fr.header(fr.PULL, var_id=ids["W"], flags=fr.F_REPLY),
+     fr.INVALID_ARGUMENT, ["reply flag"]),
+    ("above max_payload",
+     lambda ids: fr.header(fr.PUSH, MAX_PAYLOAD + 1, var_id=ids["E"], dtype=fr.FLOAT32),
+     fr.RESOURCE_EXHAUSTED, [f"{MAX_PAYLOAD + 1} bytes", f"maximum of {MAX_PAYLOAD}"]),
+    ("payload_len 2**64-1", lambda ids: fr.header(fr.REGISTER, 2**64 - 1),
+     fr.RESOURCE_EXHAUSTED, [str(2**64 - 1), f"maximum of {MAX_PAYLOAD}"]),
+]
+
+
+@pytest.mark.parametrize("make,code,words", [c[1:] for c in BAD_HEADERS],
+                         ids=[c[0] for c in BAD_HEADERS])
+def test_bad_fixed_header_gets_error_then_close(peer, cluster, make, code, words):
+    _, _, ids = cluster
+    peer.sendall(make(ids))
+    expect_error(peer, code, *words)
+    assert fr.is_closed(peer)
+
+
+def test_bad_header_before_hello_gets_error_then_close(ps):
+    with fr.connect(ps.address, say_hello=False) as sock:
+        sock.sendall(fr.header(fr.HELLO, version=3))
+        expect_error(sock, fr.FAILED_PRECONDITION, "version 3", "version 1")
+        assert fr.is_closed(sock)
+
+
+def test_first_frame_must_be_hello(ps, cluster):
+    _, _, ids = cluster
+    with fr.connect(ps.address, say_hello=False) as sock:
+        sock.sendall(fr.frame(fr.PUSH, b"\0" * W_BYTES, var_id=ids["W"], dtype=fr.FLOAT32))
+        expect_error(sock, fr.FAILED_PRECONDITION, "first frame must be HELLO", "PUSH")
+        assert fr.is_closed(sock)
+
+
+def test_hello_reply_names_version_task_and_incarnation(ps):
+    with fr.connect(ps.address, say_hello=False) as sock:
+        sock.sendall(fr.frame(fr.HELLO, b"worker", var_id=3, request_id=9))
+        h, payload = fr.read_frame(sock)
+        assert h["status"] == fr.OK and h["flags"] == fr.F_REPLY and h["request_id"] == 9
+        assert h["version"] == 1 and h["var_id"] == 0 and payload == b"ps"
+        assert h["step"] > 0  # the incarnation
+
+
+# ---- Per-op mismatches: an error reply, the payload discarded, the stream stays in step ---
+
+def push_w(ids, payload=b"\0" * W_BYTES, **kw):
+    kw.setdefault("var_id", ids["W"])
+    kw.setdefault("dtype", fr.FLOAT32)
+    return fr.frame(fr.PUSH, payload, **kw)
+
+
+def nan_bytes(n):
+    return np.full(n // 4, np.nan, np.float32).tobytes()
+
+
+PER_OP = [
+    ("pull unknown id", lambda ids: fr.frame(fr.PULL, var_id=9999), fr.NOT_FOUND,
+     ["no variable with id 9999"]),
+    ("pull id 0", lambda ids: fr.frame(fr.PULL, var_id=0), fr.NOT_FOUND, ["id 0"]),
+    ("push unknown id", lambda ids: push_w(ids, nan_bytes(W_BYTES), var_id=12345),
+     fr.NOT_FOUND, ["12345"]),
+    ("push float64 to float32",
+     lambda ids: push_w(ids, nan_bytes(2 * W_BYTES), dtype=fr.FLOAT64), fr.INVALID_ARGUMENT,
+     ["dtype float64", "'W'", "float32"]),
+    ("push dtype 0", lambda ids: push_w(ids, nan_bytes(W_BYTES), dtype=0), fr.INVALID_ARGUMENT,
+     ["dtype invalid", "'W'"]),
+    ("push int64 to float64",
+     lambda ids: push_w(ids, b"\1" * 40, var_id=ids["D"], dtype=fr.INT64), fr.INVALID_ARGUMENT,
+     ["dtype int64", "'D'", "float64"]),
+    ("push short", lambda ids: push_w(ids, nan_bytes(W_BYTES - 4)), fr.INVALID_ARGUMENT,
+     ["'W' float32[4,3]", "payload of 44 bytes", "expected 48"]),
+    ("push long", lambda ids: push_w(ids, nan_bytes(W_BYTES + 4)), fr.INVALID_ARGUMENT,
+     ["payload of 52 bytes", "expected 48"]),
+    ("push empty", lambda ids: push_w(ids, b""), fr.INVALID_ARGUMENT,
+     ["payload of 0 bytes", "expected 48"]),
+    ("assign wrong size",
+     lambda ids: fr.frame(fr.ASSIGN, b"\0" * 40, var_id=ids["W"], dtype=fr.FLOAT32),
+     fr.INVALID_ARGUMENT, ["ASSIGN", "payload of 40 bytes", "expected 48"]),
+    ("assign wrong dtype",
+     lambda ids: fr.frame(fr.ASSIGN, b"\0" * 48, var_id=ids["W"], dtype=fr.INT64),
+     fr.INVALID_ARGUMENT, ["dtype int64", "'W'"]),
+    ("assign to missing slot",
+     lambda ids: fr.frame(fr.ASSIGN, b"\0" * 48, var_id=ids["W"], dtype=fr.FLOAT32, slot=9),
+     fr.INVALID_ARGUMENT, ["'W'", "slot index 8"]),
+    ("assign_add wrong size",
+     lambda ids: fr.frame(fr.ASSIGN_ADD, b"\0" * 16, var_id=ids["global_step"], dtype=fr.INT64),
+     fr.INVALID_ARGUMENT, ["ASSIGN_ADD", "payload of 16 bytes", "expected 8"]),
+    ("pull with payload", lambda ids: fr.frame(fr.PULL, b"\0" * 8, var_id=ids["W"]),
+     fr.INVALID_ARGUMENT, ["payload of 8 bytes", "expected 0"]),
+    ("pull missing slot", lambda ids: fr.frame(fr.PULL, var_id=ids["E"], slot=1),
+     fr.INVALID_ARGUMENT, ["'E'", "slot 0"]),
+    ("step_read with payload",
+     lambda ids: fr.frame(fr.STEP_READ, b"\0" * 8, var_id=ids["global_step"]),
+     fr.INVALID_ARGUMENT, ["expected 0"]),
+    ("step_increment on float var",
+     lambda ids: fr.frame(fr.STEP_INCREMENT, var_id=ids["W"], step=1), fr.INVALID_ARGUMENT,
+     ["'W'", "int64 scalar"]),
+    ("sparse flag on assign",
+     lambda ids: fr.frame(fr.ASSIGN, b"\0" * 48, var_id=ids["W"], dtype=fr.FLOAT32,
+                          flags=fr.F_SPARSE, count=1),
+     fr.INVALID_ARGUMENT, ["sparse flag"]),
+    ("sparse pull of a scalar",
+     lambda ids: fr.frame(fr.PULL, b"\0" * 8, var_id=ids["global_step"], flags=fr.F_SPARSE,
+                          count=1),
+     fr.INVALID_ARGUMENT, ["scalar", "'global_step'"]),
+    ("sparse push count lies",
+     lambda ids: push_w(ids, struct.pack("<q", 0) + nan_bytes(12), flags=fr.F_SPARSE, count=2),
+     fr.INVALID_ARGUMENT, ["payload of 20 bytes", "expected 40"]),
+    ("sparse push index out of range",
+     lambda ids: push_w(ids, struct.pack("<2q", 0, 7) + nan_bytes(24), flags=fr.F_SPARSE,
+                        count=2),
+     fr.INVALID_ARGUMENT, ["'W'", "index 7 at position 1", "[0, 4)"]),
+    ("sparse push negative index",
+     lambda ids: push_w(ids, struct.pack("<q", -1) + nan_bytes(12), flags=fr.F_SPARSE, count=1),
+     fr.INVALID_ARGUMENT, ["index -1 at position 0"]),
+    ("sparse pull index out of range",
+     lambda ids: fr.frame(fr.PULL, struct.pack("<3q", 1, 2, 4), var_id=ids["E"],
+                          flags=fr.F_SPARSE, count=3),
+     fr.INVALID_ARGUMENT, ["'E'", "index 4 at position 2", "[0, 4)"]),
+    ("sparse pull reply above max_payload",
+     lambda ids: fr.frame(fr.PULL, b"\0" * MAX_PAYLOAD, var_id=ids["E"], flags=fr.F_SPARSE,
+                          count=MAX_PAYLOAD // 8),
+     fr.RESOURCE_EXHAUSTED, ["'E'", f"maximum of {MAX_PAYLOAD}"]),
+    ("step-tagged push", lambda ids: push_w(ids, nan_bytes(W_BYTES), flags=fr.F_STEP_TAGGED),
+     fr.UNIMPLEMENTED, ["step-tagged"]),
+    ("second hello too long", lambda ids: fr.frame(fr.HELLO, b"w" * 300), fr.INVALID_ARGUMENT,
+     ["HELLO", "payload of 300 bytes", "at most 256"]),
+    ("worker_done name not utf-8", lambda ids: fr.frame(fr.WORKER_DONE, b"\xff\xfeworker"),
+     fr.INVALID_ARGUMENT, ["WORKER_DONE", "UTF-8"]),
+    ("worker_done overlong utf-8", lambda ids: fr.frame(fr.WORKER_DONE, b"\xc0\xaf"),
+     fr.INVALID_ARGUMENT, ["UTF-8"]),
+    ("register garbage", lambda ids: fr.frame(fr.REGISTER, b"\x05\x00ab"), fr.INVALID_ARGUMENT,
+     ["register", "name"]),
+    ("register truncated spec", lambda ids: fr.frame(fr.REGISTER, var_spec(b"X")[:-9]),
+     fr.INVALID_ARGUMENT, ["'X'", "truncated"]),
+    ("register rank 9", lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", shape=(1,) * 9)),
+     fr.INVALID_ARGUMENT, ["'X'", "rank 9"]),
+    ("register negative dim", lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", shape=(2, -3))),
+     fr.INVALID_ARGUMENT, ["'X'", "dimension -3"]),
+    ("register huge", lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", shape=(1 << 30, 1 << 30))),
+     fr.INVALID_ARGUMENT, ["'X'", "dimension"]),
+    ("register existing name, other shape",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"W", shape=(3, 4), optimizer=2)),
+     fr.INVALID_ARGUMENT, ["'W'", "already registered", "float32[4,3]", "float32[3,4]"]),
+    ("register init of wrong size",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"W", shape=(4, 3), optimizer=2) + b"\0" * 8,
+                          flags=fr.F_INIT),
+     fr.INVALID_ARGUMENT, ["'W'", "initial value of 8 bytes", "expected 48"]),
+    ("register trailing bytes",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"W", shape=(4, 3), optimizer=2) + b"\0" * 48),
+     fr.INVALID_ARGUMENT, ["'W'", "48 unexpected bytes"]),
+    ("register int64 with optimizer",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", dtype=fr.INT64, optimizer=1)),
+     fr.INVALID_ARGUMENT, ["'X'", "int64"]),
+    ("register unknown optimizer",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", optimizer=9)),
+     fr.INVALID_ARGUMENT, ["'X'", "optimizer code 9"]),
+]
+
+
+@pytest.mark.parametrize("make,code,words", [c[1:] for c in PER_OP],
+                         ids=[c[0] for c in PER_OP])
+def test_per_op_mismatch_gets_error_and_stays_in_step(peer, cluster, make, code, words):
+    _, _, ids = cluster
+    peer.sendall(make(ids))
+    expect_error(peer, code, *words)
+    assert_in_step(peer)
+
+
+def test_error_reply_echoes_request_id(peer, cluster):
+    peer.sendall(fr.frame(fr.PULL, var_id=9999, request_id=0x1122334455667788))
+    h, _ = expect_error(peer, fr.NOT_FOUND)
+    assert h["request_id"] == 0x1122334455667788 and h["op"] == fr.PULL
+
+
+def test_pipelined_bad_and_good_frames_answered_in_order(peer, cluster):
+    client, h, ids = cluster
+    frames = [fr.frame(fr.PULL, var_id=ids["W"], request_id=1),
+              push_w(ids, nan_bytes(W_BYTES - 4), request_id=2),
+              fr.frame(fr.STEP_READ, var_id=ids["global_step"], request_id=3),
+              push_w(ids, nan_bytes(W_BYTES), var_id=999, request_id=4),
+              fr.frame(fr.PING, request_id=5)]
+    peer.sendall(b"".join(frames))
+    replies = [fr.read_frame(peer) for _ in frames]
+    assert [r[0]["request_id"] for r in replies] == [1, 2, 3, 4, 5]
+    assert [r[0]["status"] for r in replies] == [fr.OK, fr.INVALID_ARGUMENT, fr.OK,
+                                                  fr.NOT_FOUND, fr.OK]
+    w = np.frombuffer(replies[0][1], np.float32).reshape(W_SHAPE)
+    np.testing.assert_array_equal(w, snapshot(client, h)["W"])
+    assert replies[2][0]["step"] == 7
+
+
+# ---- Truncated frames and lengths that lie: no reply, connection closed, nothing written --
+
+def test_truncated_header_writes_nothing(peer):
+    peer.sendall(fr.header(fr.PING)[:30])
+    peer.shutdown(socket.SHUT_WR)
+    assert fr.is_closed(peer)
+
+
+def test_truncated_payload_writes_nothing(peer, cluster):
+    _, _, ids = cluster
+    full = push_w(ids, nan_bytes(W_BYTES))
+    peer.sendall(full[:64 + 20])
+    peer.shutdown(socket.SHUT_WR)
+    assert fr.is_closed(peer)
+
+
+def test_truncated_large_push_writes_nothing(peer, cluster):
+    _, _, ids = cluster
+    payload = nan_bytes(4 * 32768 * 4)
+    peer.sendall(fr.frame(fr.PUSH, payload, var_id=ids["E"], dtype=fr.FLOAT32)[:-1])
+    peer.shutdown(socket.SHUT_WR)
+    assert fr.is_closed(peer)
+
+
+def test_length_larger_than_sent_then_close(peer, cluster):
+    _, _, ids = cluster
+    # payload_len is plausible for the frame limit but not what the variable needs, and the
+    # peer sends less than it announced before closing: the discard hits EOF.
+    peer.sendall(fr.header(fr.PUSH, 1000, var_id=ids["W"], dtype=fr.FLOAT32) + b"\0" * 10)
+    peer.shutdown(socket.SHUT_WR)
+    assert fr.is_closed(peer)
+
+
+def test_unknown_id_with_short_payload_then_close(peer):
+    peer.sendall(fr.header(fr.PUSH, 4096, var_id=31337, dtype=fr.FLOAT32) + b"\0" * 100)
+    peer.shutdown(socket.SHUT_WR)
+    assert fr.is_closed(peer)
+
+
+def test_peer_vanishes_mid_reply(ps, cluster):
+    # A peer that asks for 1 MiB and resets the connection without reading it.
+    _, _, ids = cluster
+    for _ in range(3):
+        sock = fr.connect(ps.address)
+        sock.sendall(fr.frame(fr.PULL, var_id=ids["E"]) * 4)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+
+
+def test_many_garbage_connections_in_parallel(ps):
+    socks = []
+    for i in range(20):
+        sock = fr.connect(ps.address, say_hello=(i % 2 == 0))
+        socks.append(sock)
+    for i, sock in enumerate(socks):
+        sock.sendall(fr.header(fr.PING, magic=i))
+    for sock in socks:
+        expect_error(sock, fr.INVALID_ARGUMENT, "magic")
+        assert fr.is_closed(sock)
+        sock.close()
+
+
+# ---- Fuzz: random frames with a valid magic and version ----------------------------------
+
+def random_frame(rng: random.Random, ids: dict[str, int]) -> bytes:
+    # Ops that may legitimately change a value (PUSH, ASSIGN, ASSIGN_ADD, STEP_INCREMENT,
+    # REGISTER with an initial value) get a payload length that cannot be right for any
+    # variable here, so every frame is one the server must refuse or answer read-only.
+    op = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 200])
+    var_id = rng.choice(list(ids.values()) + [0, 99, 2**32 - 1])
+    flags = rng.getrandbits(8) & ~fr.F_REPLY if rng.random() < 0.95 else rng.getrandbits(8)
+    dtype = rng.choice([0, 1, 2, 3, 4, 255])
+    slot = rng.choice([0, 0, 1, 2, 255, 17])
+    count = rng.choice([0, 1, 2, 3, 2**32 - 1, rng.getrandbits(16)])
+    n = rng.choice([0, 1, 7, 8, 16, 24, 63, 200])
+    if op in (fr.PUSH, fr.ASSIGN, fr.ASSIGN_ADD, fr.STEP_INCREMENT, fr.REGISTER):
+        n = rng.choice([1, 3, 5, 7, 13])  # odd: never a whole number of any element size
+        if op == fr.STEP_INCREMENT:
+            var_id = rng.choice([ids["W"], 99])
+    payload = rng.randbytes(n)
+    reserved = 1 if rng.random() < 0.03 else 0
+    return fr.frame(op, payload, var_id=var_id, flags=flags, dtype=dtype, slot=slot,
+                    count=count, reserved=reserved, step=rng.getrandbits(63),
+                    request_id=rng.getrandbits(64), arg0=rng.random())
+
+
+def test_fuzz_random_frames(ps, cluster):
+    _, _, ids = cluster
+    rng = random.Random(20261129)
+    sock = fr.connect(ps.address)
+    closed = 0
+    for _ in range(600):
+        sock.sendall(random_frame(rng, ids))
+        got = fr.read_frame(sock)
+        if got is None:  # the server closed this connection (bad fixed header): a new one
+            closed += 1
+            sock.close()
+            sock = fr.connect(ps.address)
+            continue
+        h, _ = got
+        assert h["flags"] & fr.F_REPLY and h["magic"] == fr.MAGIC
+        if h["status"] != fr.OK:
+            continue
+        assert h["op"] in (fr.HELLO, fr.PULL, fr.STEP_READ, fr.IS_INITIALIZED, fr.LIST,
+                           fr.PING, fr.WORKER_DONE), h
+    sock.close()
+    assert closed > 0
