@@ -33,6 +33,6 @@ from psrt.variables import (
     variables_initializer,
     zeros_initializer,
 )
-from psrt import train  # noqa: E402  (after the names train re-exports exist)
+from psrt import nn, train  # noqa: E402  (after the names train re-exports exist)
 
 __version__ = "0.1.0"

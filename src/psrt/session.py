@@ -355,6 +355,8 @@ class Session:
             return np.array([n.encode() for n in names], dtype=object)
         if op.type == "is_initialized":
             return bool(self._initialized(op.variables)[0])
+        if op.type == "gather":
+            return self.pull_rows(op.variables[0], op.value)
         if op.type == "noop":
             return None
         raise TypeError(f"psrt cannot run op {op!r}")
