@@ -79,19 +79,27 @@ def read_line(proc: subprocess.Popen, prefix: str, timeout: float = READY_TIMEOU
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
+    # Raw reads with our own line buffer: select() on the fd cannot see lines that a
+    # buffered readline() already pulled into Python's buffer.
+    pending: bytearray = proc.__dict__.setdefault("_pending_output", bytearray())
     while True:
+        while b"\n" in pending:
+            raw, _, rest = bytes(pending).partition(b"\n")
+            pending[:] = rest
+            line = raw.decode(errors="replace")
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError(f"pid {proc.pid} printed no {prefix!r} within {timeout} s")
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
-        line = proc.stdout.readline()
-        if not line:
+        chunk = os.read(fd, 65536)
+        if not chunk:
             raise AssertionError(f"pid {proc.pid} exited (status {proc.wait()}) before "
                                  f"printing {prefix!r}")
-        if line.startswith(prefix):
-            return line[len(prefix):].strip()
+        pending += chunk
 
 
 def reap(proc: subprocess.Popen, timeout: float = 5.0) -> int:

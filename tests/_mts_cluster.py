@@ -493,8 +493,9 @@ def sv_worker_main(cfg: dict[str, Any]) -> None:
                 _, step = sess.run([train_op, global_step])
 
     Config keys: cluster, task_index, is_chief (default task 0), logdir, last_step,
-    step_sleep, save_model_secs, init_seed, pause_before_training. Events: started, session (step and state at
-    the start), queue_runners, done (runs, first, last).
+    step_sleep, save_model_secs, init_seed, pause_before_training (seconds before the first
+    step). Events: started, session (step and state at the start), queue_runners, done
+    (runs, first, last).
     """
     import psrt  # noqa: PLC0415
 

@@ -522,9 +522,10 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     ``log_step_count_steps``) and, with a ``checkpoint_dir``, a ``CheckpointSaverHook``
     (every ``save_checkpoint_secs``, default 600 s, or ``save_checkpoint_steps``). Other
     workers never initialize: they wait until the model is ready (polling every 0.1 s, up to
-    ``max_wait_secs``) and run only ``hooks``. A lost ps task that comes back is recovered
-    from; see the module docstring. psrt writes no summaries: ``save_summaries_*`` and
-    ``summary_dir`` are accepted and unused.
+    ``max_wait_secs``) and run only ``hooks``. On the chief, hooks run in TF's order:
+    ``chief_only_hooks``, the default hooks, then ``hooks``. A lost ps task that comes back
+    is recovered from; see the module docstring. psrt writes no summaries:
+    ``save_summaries_*`` and ``summary_dir`` are accepted and unused.
 
     When the session closes normally, a worker tells the ps tasks it finished, so their
     ``Server.join(exit_when_workers_done=True)`` can return once every worker has.
