@@ -263,6 +263,7 @@ class SecondOrStepTimer(_HookTimer):
         self.reset()
 
     def reset(self) -> None:
+        """Forgets the last trigger: the next step triggers, as TF's ``reset``."""
         self._last_triggered_step: Optional[int] = None
         self._last_triggered_time: Optional[float] = None
 
@@ -303,6 +304,7 @@ class SecondOrStepTimer(_HookTimer):
         return elapsed
 
     def last_triggered_step(self) -> Optional[int]:
+        """The step (int) of the last trigger, or None before the first."""
         return self._last_triggered_step
 
 
@@ -310,12 +312,15 @@ class NeverTriggerTimer(_HookTimer):
     """A timer that never triggers (``LoggingTensorHook`` with only ``at_end``)."""
 
     def should_trigger_for_step(self, step: int) -> bool:
+        """Always False."""
         return False
 
     def update_last_triggered_step(self, step: int):
+        """Records nothing; returns ``(None, None)``."""
         return (None, None)
 
     def last_triggered_step(self) -> Optional[int]:
+        """Always None."""
         return None
 
 
@@ -402,10 +407,12 @@ class LoggingTensorHook(SessionRunHook):
         self._should_trigger = False
 
     def begin(self) -> None:
+        """Resets the timer and the iteration count."""
         self._timer.reset()
         self._iter_count = 0
 
     def before_run(self, run_context: SessionRunContext) -> Optional[SessionRunArgs]:
+        """Requests the tensors when this iteration is due to be logged."""
         self._should_trigger = self._timer.should_trigger_for_step(self._iter_count)
         if self._should_trigger:
             return SessionRunArgs(dict(self._tensors))
@@ -413,11 +420,13 @@ class LoggingTensorHook(SessionRunHook):
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
+        """Logs the fetched values when this iteration was due."""
         if self._should_trigger:
             self._log_tensors(run_values.results)
         self._iter_count += 1
 
     def end(self, session) -> None:
+        """Logs the tensors once more when ``at_end`` (one extra ``session.run``)."""
         if self._log_at_end:
             self._log_tensors(session.run(dict(self._tensors)))
 
@@ -502,10 +511,16 @@ class StopAtStepHook(SessionRunHook):
                 coord.request_stop()
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Requests the global step (fetched with the train op: no extra round trip)."""
         return SessionRunArgs(self._global_step_tensor)
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
+        """Requests a stop once the step after this run is >= the last step.
+
+        Raises:
+            RuntimeError: ``after_create_session`` never ran (num_steps has no base).
+        """
         if self._last_step is None:
             raise RuntimeError(
                 "StopAtStepHook(num_steps=%s) has no last step: after_create_session() "
@@ -529,16 +544,16 @@ class CheckpointSaverListener:
     """
 
     def begin(self) -> None:
-        pass
+        """Called from the hook's ``begin``."""
 
     def before_save(self, session, global_step_value: int) -> None:
-        pass
+        """Called before each save, with the step (int) being saved."""
 
     def after_save(self, session, global_step_value: int) -> Optional[bool]:
-        pass
+        """Called after each save; returning True requests that training stop."""
 
     def end(self, session, global_step_value: int) -> None:
-        pass
+        """Called from the hook's ``end``, after its final save."""
 
 
 class CheckpointSaverHook(SessionRunHook):
