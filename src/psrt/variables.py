@@ -144,7 +144,39 @@ def reset_default_graph() -> None:
     _global_graph = Graph()
 
 
-class Variable:
+class _VariableBase:
+    """Name, shape and dtype, shared by Variable and PartitionedVariable."""
+
+    _name: str
+    _shape: tuple[int, ...]
+    _dtype: np.dtype
+
+    @property
+    def name(self) -> str:
+        """The variable's name (str, without TF's ``:0``)."""
+        return self._name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape (tuple of int)."""
+        return self._shape
+
+    def get_shape(self) -> tuple[int, ...]:
+        """Shape (tuple of int), as TF's ``get_shape()``."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy dtype: float32, float64 or int64."""
+        return self._dtype
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the value in bytes."""
+        return int(np.prod(self._shape, dtype=np.int64)) * self._dtype.itemsize
+
+
+class Variable(_VariableBase):
     """A variable held by a ps task, as ``tf.Variable`` (TF1 ref-variable semantics).
 
     The device is chosen when the variable is created, from the ``psrt.device`` scopes in
@@ -219,26 +251,9 @@ class Variable:
             graph.add_to_collection(TRAINABLE_VARIABLES, self)
 
     @property
-    def name(self) -> str:
-        """The variable's name (str, without TF's ``:0``)."""
-        return self._name
-
-    @property
     def op(self) -> "Variable":
+        """The variable itself (psrt has no separate op objects)."""
         return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape (tuple of int)."""
-        return self._shape
-
-    def get_shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """numpy dtype: float32, float64 or int64."""
-        return self._dtype
 
     @property
     def trainable(self) -> bool:
@@ -247,11 +262,6 @@ class Variable:
     @property
     def graph(self) -> Graph:
         return self._graph
-
-    @property
-    def nbytes(self) -> int:
-        """Size of the value in bytes."""
-        return int(np.prod(self._shape, dtype=np.int64)) * self._dtype.itemsize
 
     def initial_value_array(self) -> np.ndarray:
         """The initial value as a C-contiguous array of the variable's dtype and shape."""
@@ -286,7 +296,7 @@ class Variable:
                 f"device='{self.device}'>")
 
 
-class PartitionedVariable:
+class PartitionedVariable(_VariableBase):
     """A variable split along axis 0 into parts placed independently (TF's
     ``PartitionedVariable``). Sessions pull and push it as one array: part ``k`` holds rows
     ``offsets[k]:offsets[k+1]``.
@@ -303,27 +313,8 @@ class PartitionedVariable:
             p._partition = (self, k)
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    def get_shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._dtype
-
-    @property
     def trainable(self) -> bool:
         return self._parts[0].trainable
-
-    @property
-    def nbytes(self) -> int:
-        return sum(p.nbytes for p in self._parts)
 
     def __iter__(self):
         return iter(self._parts)
