@@ -343,8 +343,7 @@ class _MonitoredSession:
                     h.after_create_session(self._sess, self._coord)
                 return
             except _PREEMPTION_ERRORS as e:
-                if not self._should_recover or isinstance(e, errors.UnavailableError) and \
-                        "did not accept a connection within" in e.message:
+                if not self._should_recover or getattr(e, "task_unreachable", False):
                     raise
                 _logger.info("An error was raised while a session was being created. This "
                              "may be due to a preemption of a connected worker or "

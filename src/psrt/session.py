@@ -202,9 +202,13 @@ class Session:
                 return
             except errors.UnavailableError as e:
                 if time.monotonic() >= deadline:
-                    raise errors.UnavailableError(
+                    err = errors.UnavailableError(
                         None, None, f"{name} did not accept a connection within "
-                        f"{self._config.connect_timeout_secs:g} s: {e.message}") from None
+                        f"{self._config.connect_timeout_secs:g} s: {e.message}")
+                    # Retrying will not help (unlike a lost connection): the monitored
+                    # session lets an error marked so through instead of re-creating.
+                    err.task_unreachable = True
+                    raise err from None
                 if time.monotonic() >= next_log:
                     _logger.info("Waiting for %s to start (%.0f s so far)", name,
                                  time.monotonic() - started)
@@ -300,35 +304,29 @@ class Session:
 
     def _read(self, reads: list[tuple[int, Any]], results: list[Any],
               fresh_steps: dict[int, int]) -> None:
-        handles: list[int] = []
-        outs: list[np.ndarray] = []
-        slots: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        """Pulls every fetched variable and slot into new arrays, one batch per slot index.
+        A global step that a train op of this run incremented comes from its push reply."""
+        batches: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        scalars: list[int] = []
         for i, leaf in reads:
-            if isinstance(leaf, Variable) and leaf.dtype == np.int64 and leaf.shape == ():
+            if _is_int_scalar(leaf):
                 if id(leaf) in fresh_steps:
                     results[i] = fresh_steps[id(leaf)]
                     continue
-                results[i] = None  # filled below
-            slot = 0
-            target = leaf
-            if isinstance(leaf, SlotVariable):
-                slot = leaf.index + 1
-                target = leaf.primary
+                scalars.append(i)
+            slot, target = (leaf.index + 1, leaf.primary) if isinstance(leaf, SlotVariable) \
+                else (0, leaf)
             out = np.empty(target.shape, target.dtype)
             parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
                 else [target]
-            views = _part_views(target, out)
-            hs = [self._handle(p) for p in parts]
-            hl, ol = slots.setdefault(slot, ([], []))
-            hl.extend(hs)
-            ol.extend(views)
+            hl, ol = batches.setdefault(slot, ([], []))
+            hl.extend(self._handle(p) for p in parts)
+            ol.extend(_part_views(target, out))
             results[i] = out
-        for slot, (hl, ol) in slots.items():
+        for slot, (hl, ol) in batches.items():
             self._client.pull(hl, ol, slot)
-        for i, leaf in reads:
-            if isinstance(leaf, Variable) and leaf.dtype == np.int64 and leaf.shape == () \
-                    and isinstance(results[i], np.ndarray):
-                results[i] = int(results[i])
+        for i in scalars:
+            results[i] = int(results[i])
 
     # ---- ops ----------------------------------------------------------------------------
 
@@ -609,6 +607,11 @@ class Session:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _is_int_scalar(v: Any) -> bool:
+    """True for int64 scalar variables (the global step): fetched as a Python int."""
+    return isinstance(v, Variable) and v.dtype == np.int64 and v.shape == ()
 
 
 def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
