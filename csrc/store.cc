@@ -131,12 +131,12 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     }
   }
   if (init != nullptr) {
-    std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
-    if (var->spec.use_locking) l.lock();
+    // Initialization is rare: take the variable's mutex for all of it (it also guards the
+    // beta powers), whatever use_locking says.
+    std::lock_guard<std::mutex> l(var->mu);
     std::memcpy(var->value.data(), init, var->nbytes);
-    for (auto& s : var->slots) FillSlot(s->data(), var->spec.dtype, var->num_elements,
-                                         var->spec.slot_init);
-    if (!var->spec.use_locking) l.lock();
+    for (auto& s : var->slots)
+      FillSlot(s->data(), var->spec.dtype, var->num_elements, var->spec.slot_init);
     var->beta1_power = var->spec.beta1;
     var->beta2_power = var->spec.beta2;
     var->initialized.store(true, std::memory_order_release);
