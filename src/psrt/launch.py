@@ -432,8 +432,7 @@ class _Launcher:
             if t.job == "ps" and all(w.returncode == 0 for w in self.workers):
                 continue  # The job is over; _stop_all ends the remaining ps tasks.
             if rc == 0:
-                level = logging.DEBUG if t.job == "worker" else logging.INFO
-                _logger.log(level, "%s exited with status 0", t.name)
+                _logger.info("%s exited with status 0", t.name)
                 continue
             status = _exit_status(rc)
             if t.restarts < self._args.max_restarts:
