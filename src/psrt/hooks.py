@@ -615,15 +615,19 @@ class CheckpointSaverHook(SessionRunHook):
             listener.begin()
 
     def after_create_session(self, session, coord) -> None:
+        """Saves a checkpoint right after the session is created (or re-created), as TF."""
         step = _step_value(session.run(self._global_step_tensor))
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Requests the global step, fetched with the train op (no extra round trip)."""
         return SessionRunArgs(self._global_step_tensor)
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
+        """Saves when the timer triggers for the step this run reached; a listener
+        returning True from ``after_save`` requests a stop."""
         step = _step_value(run_values.results)
         if self._timer.should_trigger_for_step(step):
             self._timer.update_last_triggered_step(step)
@@ -631,6 +635,7 @@ class CheckpointSaverHook(SessionRunHook):
                 run_context.request_stop()
 
     def end(self, session) -> None:
+        """Saves a final checkpoint unless the last save was at this step."""
         last_step = _step_value(session.run(self._global_step_tensor))
         if last_step != self._timer.last_triggered_step():
             self._save(session, last_step)
@@ -714,10 +719,12 @@ class StepCounterHook(SessionRunHook):
             self._summary_tag = name.split(":", 1)[0] + "/sec"
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Requests the global step, fetched with the train op (no extra round trip)."""
         return SessionRunArgs(self._global_step_tensor)
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
+        """Logs ``global_step/sec`` (steps per second) when the timer triggers."""
         step = _step_value(run_values.results)
         if self._timer.should_trigger_for_step(step):
             elapsed_secs, elapsed_steps = self._timer.update_last_triggered_step(step)
@@ -759,6 +766,7 @@ class NanTensorHook(SessionRunHook):
         self._fail_on_nan_loss = fail_on_nan_loss
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Requests the loss."""
         return SessionRunArgs(self._loss_tensor)
 
     def after_run(self, run_context: SessionRunContext,
@@ -804,6 +812,7 @@ class GlobalStepWaiterHook(SessionRunHook):
         self._global_step_tensor = _global_step_for("GlobalStepWaiterHook")
 
     def before_run(self, run_context: SessionRunContext) -> None:
+        """Blocks, polling the global step every 0.1 s, until it reaches ``wait_until_step``."""
         if self._worker_is_started:
             return None
         if self._wait_until_step <= 0:
@@ -875,4 +884,5 @@ class FeedFnHook(SessionRunHook):
         self.feed_fn = feed_fn
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Adds ``feed_fn()``'s dict to the run's feeds."""
         return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())

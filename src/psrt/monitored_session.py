@@ -222,6 +222,7 @@ class SessionCreator:
     """Base class of session factories, as TF's."""
 
     def create_session(self) -> Session:
+        """Returns a new :class:`psrt.Session`."""
         raise NotImplementedError
 
 
@@ -243,6 +244,7 @@ class ChiefSessionCreator(SessionCreator):
         self._finalized = False
 
     def create_session(self) -> Session:
+        """Finalizes the scaffold once, then returns a restored or initialized session."""
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
@@ -266,6 +268,7 @@ class WorkerSessionCreator(SessionCreator):
         self._finalized = False
 
     def create_session(self) -> Session:
+        """Finalizes the scaffold once, then returns a session once the model is ready."""
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
@@ -290,6 +293,7 @@ class StepContext:
         return self._session
 
     def run_with_hooks(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs like ``MonitoredSession.run``, with every hook's callbacks."""
         return self._run_with_hooks_fn(*args, **kwargs)
 
     def request_stop(self) -> None:
@@ -499,6 +503,7 @@ class SingularMonitoredSession(_MonitoredSession):
                          stop_grace_period_secs=stop_grace_period_secs)
 
     def raw_session(self) -> Session:
+        """The underlying :class:`psrt.Session`, without hooks."""
         return self._sess
 
 
@@ -708,9 +713,11 @@ class Supervisor:
         return []
 
     def should_stop(self) -> bool:
+        """True once ``request_stop`` or ``stop`` was called."""
         return self._coord_stop.is_set()
 
     def request_stop(self, ex: BaseException | None = None) -> None:
+        """Asks the training loop and the service threads to stop (``ex`` is ignored)."""
         self._coord_stop.set()
 
     def stop(self, threads: Any = None, close_summary_writer: bool = True,

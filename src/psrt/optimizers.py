@@ -56,10 +56,12 @@ class SlotVariable:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The primary variable's shape (tuple of int)."""
         return self.primary.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The primary variable's numpy dtype."""
         return self.primary.dtype
 
     def __repr__(self) -> str:
@@ -125,6 +127,7 @@ class Optimizer:
         self._slots: dict[tuple[int, str], SlotVariable] = {}
 
     def get_name(self) -> str:
+        """The optimizer's name (str)."""
         return self._name
 
     def _learning_rate_value(self) -> float:
@@ -146,6 +149,7 @@ class Optimizer:
         return self._slots.get((id(var), name))
 
     def variables(self) -> list[SlotVariable]:
+        """The optimizer's slot variables, as ``tf.train.Optimizer.variables``."""
         return list(self._slots.values())
 
     def _slot_var_names(self) -> list[str]:

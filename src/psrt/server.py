@@ -104,10 +104,12 @@ class Server:
 
     @property
     def job_name(self) -> str:
+        """This task's job (str)."""
         return self._job
 
     @property
     def task_index(self) -> int:
+        """This task's index (int)."""
         return self._task
 
     @property

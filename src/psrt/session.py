@@ -146,10 +146,12 @@ class Session:
 
     @property
     def graph(self) -> Graph:
+        """The :class:`psrt.Graph` this session runs."""
         return self._graph
 
     @property
     def sess_str(self) -> str:
+        """The target this session was created with (str)."""
         return self._target
 
     def _shard_for(self, var: Variable) -> int:

@@ -72,6 +72,7 @@ class Graph:
             return f"{name}_{i}"
 
     def add_to_collection(self, key: str, value: Any) -> None:
+        """Appends ``value`` to the collection ``key`` (str)."""
         with self._lock:
             self._collections.setdefault(key, []).append(value)
             self._version += 1
@@ -89,6 +90,7 @@ class Graph:
             self._version += 1
 
     def get_variable_by_name(self, name: str) -> Any:
+        """The variable named ``name`` (str, no ``:0``), or None."""
         return self._by_name.get(name)
 
     def finalize(self) -> None:
@@ -97,6 +99,7 @@ class Graph:
 
     @property
     def finalized(self) -> bool:
+        """True after :meth:`finalize`."""
         return self._finalized
 
     def as_default(self) -> "_DefaultGraph":
@@ -257,10 +260,12 @@ class Variable(_VariableBase):
 
     @property
     def trainable(self) -> bool:
+        """Whether the variable is in ``TRAINABLE_VARIABLES``."""
         return self._trainable
 
     @property
     def graph(self) -> Graph:
+        """The :class:`Graph` the variable belongs to."""
         return self._graph
 
     def initial_value_array(self) -> np.ndarray:
@@ -287,6 +292,10 @@ class Variable(_VariableBase):
         return Operation("assign_add", variables=[self], value=delta)
 
     def eval(self, session: Any = None) -> Any:
+        """The value from ``session.run(self)``, as ``tf.Variable.eval``.
+
+        Raises:
+            ValueError: no ``session`` (psrt has no default session)."""
         if session is None:
             raise ValueError("psrt has no default session: pass session=")
         return session.run(self)
@@ -314,6 +323,7 @@ class PartitionedVariable(_VariableBase):
 
     @property
     def trainable(self) -> bool:
+        """Whether the parts are trainable."""
         return self._parts[0].trainable
 
     def __iter__(self):
@@ -331,7 +341,8 @@ class PartitionedVariable(_VariableBase):
         return list(self._offsets)
 
     def __repr__(self) -> str:
-        return f"<psrt.PartitionedVariable '{self._name}' shape={self._shape} parts={len(self._parts)}>"
+        return (f"<psrt.PartitionedVariable '{self._name}' shape={self._shape} "
+                f"parts={len(self._parts)}>")
 
 
 class Operation:
@@ -369,6 +380,7 @@ def trainable_variables(scope: str | None = None) -> list[Variable]:
 
 
 def all_variables() -> list[Variable]:
+    """Deprecated TF name of :func:`global_variables`."""
     return global_variables()
 
 
@@ -421,6 +433,7 @@ def zeros_initializer(dtype: Any = np.float32) -> Callable[..., np.ndarray]:
 
 
 def ones_initializer(dtype: Any = np.float32) -> Callable[..., np.ndarray]:
+    """Returns an initializer of ones, as ``tf.ones_initializer``."""
     return lambda shape, dtype=dtype, partition_info=None: np.ones(shape, dtype)
 
 
@@ -434,6 +447,7 @@ def constant_initializer(value: Any = 0, dtype: Any = np.float32) -> Callable[..
 
 def random_normal_initializer(mean: float = 0.0, stddev: float = 1.0, seed: int | None = None,
                               dtype: Any = np.float32) -> Callable[..., np.ndarray]:
+    """Normal values (mean, stddev; seeded by ``seed``), as ``tf.random_normal_initializer``."""
     rng = np.random.default_rng(seed)
     return lambda shape, dtype=dtype, partition_info=None: rng.normal(
         mean, stddev, shape).astype(dtype)
@@ -458,6 +472,8 @@ def truncated_normal_initializer(mean: float = 0.0, stddev: float = 1.0,
 def random_uniform_initializer(minval: float = 0.0, maxval: float | None = None,
                                seed: int | None = None,
                                dtype: Any = np.float32) -> Callable[..., np.ndarray]:
+    """Uniform values in [minval, maxval) (maxval default 1), as
+    ``tf.random_uniform_initializer``."""
     rng = np.random.default_rng(seed)
     hi = 1.0 if maxval is None else maxval
     return lambda shape, dtype=dtype, partition_info=None: rng.uniform(
