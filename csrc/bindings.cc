@@ -280,6 +280,17 @@ class PyClient {
       s.slot_init = get("slot_init", 0.0);
       s.use_locking = get("use_locking", 0.0) != 0.0;
       s.use_nesterov = get("use_nesterov", 0.0) != 0.0;
+      const double reps = get("replicas_to_aggregate", 0.0);
+      const double total = get("total_num_replicas", reps);
+      if (!(reps >= 0 && reps <= 1e6 && reps == static_cast<uint32_t>(reps)) ||
+          !(total >= 0 && total <= 1e6 && total == static_cast<uint32_t>(total)) ||
+          ((reps == 0) != (total == 0)))
+        Raise(InvalidArgument("variable '" + s.name + "': replicas_to_aggregate " +
+                              std::to_string(reps) + " and total_num_replicas " +
+                              std::to_string(total) +
+                              " must be whole numbers, both 0 (asynchronous) or both >= 1"));
+      s.replicas_to_aggregate = static_cast<uint32_t>(reps);
+      s.total_num_replicas = static_cast<uint32_t>(total);
       const void* init = nullptr;
       if (!t[6].is_none()) {
         py::array a = t[6].cast<py::array>();
@@ -383,6 +394,111 @@ class PyClient {
     return step_handle >= 0 ? calls.back().step_out : -1;
   }
 
+  // One synchronous training step in one parallel round trip: the tagged pushes (dense, then
+  // row-sparse), the global step's tagged increment, then the waits. See _core.pyi.
+  py::tuple sync_step(const std::vector<int>& push_handles, const std::vector<py::array>& grads,
+                      const std::vector<int>& sparse_handles,
+                      const std::vector<py::array>& sparse_indices,
+                      const std::vector<py::array>& sparse_rows, std::optional<double> lr,
+                      int64_t tag, int step_handle, bool increment,
+                      const std::vector<int>& wait_handles, const std::vector<py::array>& outs,
+                      const std::vector<int64_t>& needs, int64_t step_need, double wait_secs) {
+    if (push_handles.size() != grads.size())
+      Raise(InvalidArgument("sync_step: " + std::to_string(push_handles.size()) +
+                            " variables but " + std::to_string(grads.size()) + " gradients"));
+    if (sparse_handles.size() != sparse_indices.size() ||
+        sparse_handles.size() != sparse_rows.size())
+      Raise(InvalidArgument("sync_step: sparse_handles, sparse_indices and sparse_rows must "
+                            "have the same length"));
+    if (wait_handles.size() != outs.size() || wait_handles.size() != needs.size())
+      Raise(InvalidArgument("sync_step: wait_handles, outs and needs must have the same "
+                            "length"));
+    if (!(wait_secs >= 0.0 && wait_secs <= kMaxWaitSeconds))
+      Raise(InvalidArgument("sync_step: wait_secs must be in [0, 60]; got " +
+                            std::to_string(wait_secs)));
+    std::vector<Call> calls;
+    calls.reserve(push_handles.size() + sparse_handles.size() + wait_handles.size() + 2);
+    auto tagged = [&](Call* c) {
+      c->flags |= kFlagStepTagged;
+      c->step = tag;
+      if (lr) {
+        c->flags |= kFlagHasLr;
+        c->arg0 = *lr;
+      }
+    };
+    for (size_t i = 0; i < push_handles.size(); ++i) {
+      const RemoteVar& v = Var(push_handles[i]);
+      CheckArray(grads[i], "gradient", v.spec.name, v.spec.dtype, v.spec.shape, false);
+      Call c = MakeCall(Op::kPush, v);
+      c.send[0] = grads[i].data();
+      c.send_len[0] = v.nbytes;
+      tagged(&c);
+      calls.push_back(std::move(c));
+    }
+    for (size_t i = 0; i < sparse_handles.size(); ++i) {
+      const RemoteVar& v = Var(sparse_handles[i]);
+      const py::array& idx = sparse_indices[i];
+      if (v.spec.shape.empty())
+        Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
+      if (ArrayDType(idx) != DType::kInt64 || idx.ndim() != 1 || !CContiguous(idx))
+        Raise(InvalidArgument("indices for variable '" + v.spec.name +
+                              "' must be a 1-D C-contiguous int64 array; got " + DTypeStr(idx) +
+                              ShapeOf(idx)));
+      std::vector<int64_t> row_shape = v.spec.shape;
+      row_shape[0] = idx.size();
+      CheckArray(sparse_rows[i], "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
+      Call c = MakeCall(Op::kPush, v);
+      c.flags |= kFlagSparse;
+      c.count = static_cast<uint32_t>(idx.size());
+      c.send[0] = idx.data();
+      c.send_len[0] = static_cast<size_t>(idx.size()) * 8;
+      c.send[1] = sparse_rows[i].data();
+      c.send_len[1] = static_cast<size_t>(sparse_rows[i].nbytes());
+      tagged(&c);
+      calls.push_back(std::move(c));
+    }
+    const size_t num_pushes = calls.size();
+    if (step_handle >= 0 && increment) {
+      Call c = MakeCall(Op::kStepIncrement, Var(step_handle));
+      c.flags |= kFlagStepTagged;
+      c.step = tag;
+      calls.push_back(std::move(c));
+    }
+    const size_t first_wait = calls.size();
+    for (size_t i = 0; i < wait_handles.size(); ++i) {
+      const RemoteVar& v = Var(wait_handles[i]);
+      CheckArray(outs[i], "pull output", v.spec.name, v.spec.dtype, v.spec.shape, true);
+      Call c = MakeCall(Op::kPull, v);
+      c.flags |= kFlagWaitStep;
+      c.step = needs[i];
+      c.arg1 = wait_secs;
+      c.recv = const_cast<void*>(outs[i].data());
+      c.recv_len = v.nbytes;
+      calls.push_back(std::move(c));
+    }
+    if (step_handle >= 0) {
+      Call c = MakeCall(Op::kStepRead, Var(step_handle));
+      c.flags |= kFlagWaitStep;
+      c.step = step_need;
+      c.arg1 = wait_secs;
+      calls.push_back(std::move(c));
+    }
+    Check(RunLocked(&calls));
+    py::list accepted, waits;
+    for (size_t i = 0; i < num_pushes; ++i)
+      accepted.append((calls[i].flags_out & kFlagAccepted) != 0);
+    for (size_t i = 0; i < wait_handles.size(); ++i) {
+      const Call& c = calls[first_wait + i];
+      waits.append(py::make_tuple(!(c.flags_out & kFlagNotReady), c.step_out, c.count_out));
+    }
+    py::tuple step = py::make_tuple(true, -1, 0);
+    if (step_handle >= 0) {
+      const Call& c = calls.back();
+      step = py::make_tuple(!(c.flags_out & kFlagNotReady), c.step_out, c.count_out);
+    }
+    return py::make_tuple(accepted, waits, step);
+  }
+
   int64_t push_sparse(int handle, py::array indices, py::array rows, std::optional<double> lr,
                       int step_handle, int64_t step_delta) {
     const RemoteVar& v = Var(handle);
@@ -441,7 +557,7 @@ class PyClient {
   }
 
   void assign(const std::vector<int>& handles, const std::vector<py::array>& values, int slot,
-              bool add) {
+              bool add, bool restore = false) {
     if (handles.size() != values.size())
       Raise(InvalidArgument("assign: " + std::to_string(handles.size()) + " variables but " +
                             std::to_string(values.size()) + " values"));
@@ -450,6 +566,7 @@ class PyClient {
       const RemoteVar& v = Var(handles[i]);
       Call c = MakeCall(add ? Op::kAssignAdd : Op::kAssign, v);
       c.slot = static_cast<uint8_t>(slot);
+      if (restore && !add && slot == 0) c.flags |= kFlagInit;
       if (slot == kOptimizerStateSlot) {
         CheckArray(values[i], "optimizer state", v.spec.name, DType::kFloat64, {2}, false);
         c.dtype = v.spec.dtype;
@@ -630,8 +747,14 @@ PYBIND11_MODULE(_core, m) {
       .def("pull_rows", &PyClient::pull_rows, py::arg("handle"), py::arg("indices"),
            py::arg("out"))
       .def("assign", [](PyClient& c, const std::vector<int>& h, const std::vector<py::array>& v,
-                        int slot) { c.assign(h, v, slot, false); },
-           py::arg("handles"), py::arg("values"), py::arg("slot") = 0)
+                        int slot, bool restore) { c.assign(h, v, slot, false, restore); },
+           py::arg("handles"), py::arg("values"), py::arg("slot") = 0,
+           py::arg("restore") = false)
+      .def("sync_step", &PyClient::sync_step, py::arg("push_handles"), py::arg("grads"),
+           py::arg("sparse_handles"), py::arg("sparse_indices"), py::arg("sparse_rows"),
+           py::arg("lr"), py::arg("tag"), py::arg("step_handle"), py::arg("increment"),
+           py::arg("wait_handles"), py::arg("outs"), py::arg("needs"), py::arg("step_need"),
+           py::arg("wait_secs"))
       .def("assign_add", [](PyClient& c, const std::vector<int>& h,
                             const std::vector<py::array>& v) { c.assign(h, v, 0, true); },
            py::arg("handles"), py::arg("values"))

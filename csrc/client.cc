@@ -205,6 +205,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       h.payload_len = c->send_len[0] + c->send_len[1];
       h.step = c->step;
       h.arg0 = c->arg0;
+      h.arg1 = c->arg1;
       h.count = c->count;
       EncodeHeader(h, conn->headers[i].data());
       conn->iov.push_back({conn->headers[i].data(), kHeaderSize});
@@ -278,6 +279,9 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         if (h.status != 0) {
           conn->msg.resize(h.payload_len);
           conn->dst = reinterpret_cast<uint8_t*>(conn->msg.data());
+        } else if ((c->flags & kFlagWaitStep) && (h.flags & kFlagNotReady) &&
+                   h.payload_len == 0) {
+          conn->dst = nullptr;  // a wait that timed out: no value, the caller's array untouched
         } else if (c->recv != nullptr) {
           if (h.payload_len != c->recv_len)
             return fail(conn, Internal("reply from " + conn->name + " carries " +
@@ -308,6 +312,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       c->step_out = h.step;
       c->flags_out = h.flags;
       c->var_id_out = h.var_id;
+      c->count_out = h.count;
     }
   };
 

@@ -33,6 +33,7 @@ struct Call {
   uint32_t count = 0;
   int64_t step = 0;
   double arg0 = 0.0;
+  double arg1 = 0.0;
   const void* send[2] = {nullptr, nullptr};   // payload parts, sent in order
   size_t send_len[2] = {0, 0};
   void* recv = nullptr;     // an OK reply's payload goes here and must be exactly recv_len
@@ -43,6 +44,7 @@ struct Call {
   int64_t step_out = 0;
   uint8_t flags_out = 0;
   uint32_t var_id_out = 0;
+  uint32_t count_out = 0;
 };
 
 // What a worker knows of a variable it registered.

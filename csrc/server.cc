@@ -24,6 +24,7 @@ struct Server::Connection {
   bool hello_done = false;
   std::string job;
   int task = -1;
+  uint64_t session = 0;             // this connection's HELLO number (synchronous training)
   std::unique_ptr<uint8_t[]> buf;   // payload of the frame being handled
   size_t cap = 0;
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory
@@ -234,8 +235,19 @@ std::string OpName(uint8_t op) {
 
 }  // namespace
 
+bool Server::SyncEnded(const Connection* conn) const {
+  return conn->session <= end_session_.load();
+}
+
+Status Server::CheckSyncOpen(const Connection* conn) const {
+  if (!SyncEnded(conn)) return Status::Ok();
+  std::lock_guard<std::mutex> l(mu_);
+  return Status(Code::kOutOfRange, "synchronous training ended: " + end_reason_);
+}
+
 bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
-                   uint8_t flags, uint32_t var_id, const void* payload, size_t len) {
+                   uint8_t flags, uint32_t var_id, const void* payload, size_t len,
+                   uint32_t count) {
   Header h;
   h.op = req.op;
   h.flags = static_cast<uint8_t>(kFlagReply | flags);
@@ -245,6 +257,7 @@ bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_
   h.slot = req.slot;
   h.status = static_cast<uint8_t>(st.code());
   h.step = step;
+  h.count = count;
   const std::string& msg = st.message();
   if (!st.ok()) {
     payload = msg.data();
@@ -319,6 +332,19 @@ bool Server::Handle(Connection* conn, const Header& h) {
         st = InvalidArgument("the sparse flag is only valid for PULL and PUSH");
         break;
       }
+      if ((h.flags & kFlagWaitStep) &&
+          ((op != Op::kPull && op != Op::kStepRead) || sparse ||
+           !(h.arg1 >= 0.0 && h.arg1 <= kMaxWaitSeconds))) {
+        st = InvalidArgument("the wait flag is only valid for dense PULL and STEP_READ, with a "
+                             "wait of 0.." + std::to_string(static_cast<int>(kMaxWaitSeconds)) +
+                             " s; got " + OpName(h.op) + " with " + std::to_string(h.arg1) +
+                             " s");
+        break;
+      }
+      if ((h.flags & kFlagStepTagged) && op != Op::kPush && op != Op::kStepIncrement) {
+        st = InvalidArgument("the step-tag flag is only valid for PUSH and STEP_INCREMENT");
+        break;
+      }
       if (sparse && var->spec.shape.empty()) {
         st = InvalidArgument("row-sparse access to scalar variable '" + var->spec.name + "'");
         break;
@@ -368,6 +394,11 @@ bool Server::Handle(Connection* conn, const Header& h) {
       conn->job.assign(reinterpret_cast<const char*>(p), h.payload_len);
       conn->task = static_cast<int>(h.var_id);
       conn->hello_done = true;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        conn->session = ++sessions_;
+        finished_.erase({conn->job, conn->task});
+      }
       const std::string& me = options_.job;
       Header rh = h;
       rh.var_id = static_cast<uint32_t>(options_.task);
@@ -400,6 +431,21 @@ bool Server::Handle(Connection* conn, const Header& h) {
       if (!initialized)
         return Reply(conn, h, FailedPrecondition("Attempting to use uninitialized value " +
                                                  var->spec.name));
+      SyncResult sr;
+      if (h.flags & kFlagWaitStep) {
+        st = CheckSyncOpen(conn);
+        if (st.ok())
+          st = store_.SyncWait(var, h.step, h.arg1,
+                               [this, conn] { return stopping_.load() || SyncEnded(conn); },
+                               &sr);
+        if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
+        if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
+        if (!st.ok()) return Reply(conn, h, st);
+        if (!sr.ready) return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
+        if (h.slot == 0)
+          return Reply(conn, h, st, sr.step, kFlagInitialized, var->id, var->value.data(),
+                       var->nbytes, sr.count);
+      }
       if (h.slot == kOptimizerStateSlot) {
         double pw[2];
         {
@@ -453,11 +499,24 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
     }
     case Op::kPush: {
-      if (h.flags & kFlagStepTagged)
-        return Reply(conn, h, Status(Code::kUnimplemented,
-                                     "step-tagged (synchronous) pushes are not supported by this "
-                                     "ps task yet"));
       const bool has_lr = (h.flags & kFlagHasLr) != 0;
+      if (h.flags & kFlagStepTagged) {
+        st = CheckSyncOpen(conn);
+        SyncResult sr;
+        if (st.ok()) {
+          const auto* idx = sparse ? reinterpret_cast<const int64_t*>(p) : nullptr;
+          st = store_.SyncPush(var, h.step, sparse ? nullptr : p, idx, sparse ? h.count : 0,
+                               sparse ? p + size_t{h.count} * 8 : nullptr, h.arg0, has_lr, &sr);
+        }
+        return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
+                     sr.count);
+      }
+      if (var->is_sync())
+        return Reply(conn, h, FailedPrecondition(
+                                  "variable '" + var->spec.name +
+                                  "' is trained synchronously (replicas_to_aggregate " +
+                                  std::to_string(var->spec.replicas_to_aggregate) +
+                                  "): push step-tagged gradients (SyncReplicasOptimizer)"));
       if (sparse) {
         const auto* idx = reinterpret_cast<const int64_t*>(p);
         st = store_.ApplySparse(var, idx, h.count, p + size_t{h.count} * 8, h.arg0, has_lr);
@@ -469,16 +528,41 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, 0, 0, var->id);
     }
     case Op::kAssign:
-      return Reply(conn, h, store_.Assign(var, h.slot, p, h.payload_len), 0, 0, var->id);
+      st = store_.Assign(var, h.slot, p, h.payload_len);
+      // A restore (kFlagInit) starts the variable's synchronous state afresh.
+      if (st.ok() && h.slot == 0 && (h.flags & kFlagInit)) store_.SyncReset(var);
+      return Reply(conn, h, st, 0, 0, var->id);
     case Op::kAssignAdd:
       return Reply(conn, h, store_.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
     case Op::kStepRead: {
       int64_t v = 0;
       st = store_.StepRead(var, &v);
-      return Reply(conn, h, st, v, 0, var->id);
+      if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
+      SyncResult sr;
+      st = CheckSyncOpen(conn);
+      if (st.ok())
+        st = store_.SyncWait(var, h.step, h.arg1,
+                             [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
+      if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
+      if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
+      return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
+                   sr.count);
     }
     case Op::kStepIncrement: {
       int64_t v = 0;
+      if (h.flags & kFlagStepTagged) {
+        SyncResult sr;
+        st = CheckSyncOpen(conn);
+        if (st.ok()) st = store_.SyncStepIncrement(var, h.step, &sr);
+        return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
+                     sr.count);
+      }
+      if (var->is_sync())
+        return Reply(conn, h, FailedPrecondition(
+                                  "global step '" + var->spec.name +
+                                  "' is advanced by synchronous training (replicas_to_aggregate " +
+                                  std::to_string(var->spec.replicas_to_aggregate) +
+                                  "): send step-tagged increments (SyncReplicasOptimizer)"));
       st = store_.StepIncrement(var, h.step, &v);
       return Reply(conn, h, st, v, 0, var->id);
     }
@@ -502,10 +586,21 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st);
     case Op::kWorkerDone: {
       std::string job(reinterpret_cast<const char*>(p), h.payload_len);
+      bool end = false;
       {
         std::lock_guard<std::mutex> l(mu_);
         done_.emplace(job, static_cast<int>(h.var_id));
+        finished_.emplace(job, static_cast<int>(h.var_id));
+        if (!store_.SyncCanComplete(finished_.size())) {
+          // Too few workers remain to complete a step: end it for every session so far.
+          end = true;
+          end_reason_ = "/job:" + job + "/task:" + std::to_string(h.var_id) +
+                        " finished, and the " + std::to_string(finished_.size()) +
+                        " finished worker(s) leave too few to aggregate a step";
+          end_session_.store(sessions_);
+        }
       }
+      if (end) store_.SyncDropAllPending();
       return Reply(conn, h, st);
     }
   }

@@ -61,7 +61,10 @@ class Server {
   bool Handle(Connection* conn, const Header& h);
   bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
              uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
-             size_t len = 0);
+             size_t len = 0, uint32_t count = 0);
+  // Synchronous training: OutOfRange once training ended for sessions that began before.
+  Status CheckSyncOpen(const Connection* conn) const;
+  bool SyncEnded(const Connection* conn) const;
 
   ServerOptions options_;
   int listen_fd_ = -1;
@@ -77,6 +80,12 @@ class Server {
   std::condition_variable stopped_cv_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::set<std::pair<std::string, int>> done_;
+  // Synchronous training's end: workers that finished (WorkerDone) since their last HELLO;
+  // when they leave too few to complete a step, sessions numbered <= end_session_ are ended.
+  std::set<std::pair<std::string, int>> finished_;
+  uint64_t sessions_ = 0;                       // guarded by mu_: HELLOs so far
+  std::atomic<uint64_t> end_session_{0};
+  std::string end_reason_;                      // guarded by mu_
   std::mutex stop_mu_;              // serializes Stop()
 };
 

@@ -1,7 +1,10 @@
 #include "store.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace psrt {
 
@@ -40,7 +43,11 @@ std::string Describe(const VarSpec& s) {
     if (i) shape += ",";
     shape += std::to_string(s.shape[i]);
   }
-  return std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
+  std::string d = std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
+  if (s.replicas_to_aggregate > 0)
+    d += " synchronous (replicas_to_aggregate " + std::to_string(s.replicas_to_aggregate) +
+         ", total_num_replicas " + std::to_string(s.total_num_replicas) + ")";
+  return d;
 }
 
 void FillSlot(uint8_t* dst, DType dtype, size_t n, double v) {
@@ -92,7 +99,9 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     if (it != by_name_.end()) {
       var = owned_[it->second - 1].get();
       if (var->spec.dtype != spec.dtype || var->spec.shape != spec.shape ||
-          var->spec.optimizer != spec.optimizer) {
+          var->spec.optimizer != spec.optimizer ||
+          var->spec.replicas_to_aggregate != spec.replicas_to_aggregate ||
+          var->spec.total_num_replicas != spec.total_num_replicas) {
         return InvalidArgument("variable '" + spec.name + "' is already registered as " +
                                Describe(var->spec) + "; got " + Describe(spec));
       }
@@ -141,6 +150,7 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     var->beta2_power = var->spec.beta2;
     var->initialized.store(true, std::memory_order_release);
   }
+  if (init != nullptr) SyncReset(var);
   *out = var;
   return Status::Ok();
 }
@@ -286,6 +296,233 @@ Status VariableStore::StepIncrement(Variable* var, int64_t delta, int64_t* new_v
   *new_value = __atomic_add_fetch(reinterpret_cast<int64_t*>(var->value.data()), delta,
                                   __ATOMIC_SEQ_CST);
   return Status::Ok();
+}
+
+// ---- Synchronous training ------------------------------------------------------------------
+
+void SyncState::DropPending() {
+  count = 0;
+  has_dense = false;
+  row_pos.clear();
+  row_ids.clear();
+  rows.clear();
+}
+
+namespace {
+
+template <typename T>
+void AddInto(uint8_t* dst, const void* src, size_t n) {
+  auto* d = reinterpret_cast<T*>(dst);
+  const auto* s = static_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+
+template <typename T>
+void DivideBy(uint8_t* dst, size_t n, double k) {
+  auto* d = reinterpret_cast<T*>(dst);
+  const T q = static_cast<T>(k);
+  for (size_t i = 0; i < n; ++i) d[i] /= q;
+}
+
+void Add(DType dtype, uint8_t* dst, const void* src, size_t n) {
+  if (dtype == DType::kFloat32) AddInto<float>(dst, src, n);
+  else AddInto<double>(dst, src, n);
+}
+
+void Divide(DType dtype, uint8_t* dst, size_t n, double k) {
+  if (dtype == DType::kFloat32) DivideBy<float>(dst, n, k);
+  else DivideBy<double>(dst, n, k);
+}
+
+Status NotSync(const Variable* var) {
+  return FailedPrecondition("variable '" + var->spec.name +
+                            "' is not trained synchronously (it was registered without "
+                            "replicas_to_aggregate)");
+}
+
+}  // namespace
+
+Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
+                               const int64_t* indices, size_t n, const void* rows, double lr,
+                               bool has_lr, SyncResult* out) {
+  if (!var->is_sync()) return NotSync(var);
+  if (var->spec.optimizer == Optimizer::kNone)
+    return FailedPrecondition("variable '" + var->spec.name +
+                              "' was registered without an optimizer; cannot apply a gradient");
+  if (!var->initialized.load(std::memory_order_acquire))
+    return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
+  const DType dtype = var->spec.dtype;
+  const size_t dsize = DTypeSize(dtype);
+  size_t num_rows = 0, width = 0;
+  if (indices != nullptr) {
+    if (var->spec.shape.empty())
+      return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
+    num_rows = static_cast<size_t>(var->spec.shape[0]);
+    width = num_rows == 0 ? 0 : var->num_elements / num_rows;
+    for (size_t j = 0; j < n; ++j) {
+      if (indices[j] < 0 || static_cast<size_t>(indices[j]) >= num_rows)
+        return InvalidArgument("variable '" + var->spec.name + "': index " +
+                               std::to_string(indices[j]) + " at position " + std::to_string(j) +
+                               " is out of range [0, " + std::to_string(num_rows) + ")");
+    }
+  }
+  SyncState& st = var->sync;
+  std::lock_guard<std::mutex> l(st.mu);
+  if (tag < st.step) {
+    out->accepted = false;
+    out->step = st.step;
+    out->count = st.count;
+    return Status::Ok();
+  }
+  if (tag > st.step) {
+    st.DropPending();
+    st.step = tag;
+    st.cv.notify_all();
+  }
+  const size_t row_bytes = width * dsize;
+  if (indices == nullptr) {
+    if (st.dense.size() != var->nbytes && !st.dense.Allocate(var->nbytes))
+      return Status(Code::kResourceExhausted, "cannot allocate " + std::to_string(var->nbytes) +
+                                                  " bytes to sum the gradients of '" +
+                                                  var->spec.name + "'");
+    if (st.has_dense) {
+      Add(dtype, st.dense.data(), grad, var->num_elements);
+    } else {
+      std::memcpy(st.dense.data(), grad, var->nbytes);
+      st.has_dense = true;
+    }
+  } else {
+    const auto* src = static_cast<const uint8_t*>(rows);
+    try {
+      for (size_t j = 0; j < n; ++j) {
+        auto it = st.row_pos.find(indices[j]);
+        if (it == st.row_pos.end()) {
+          st.row_pos.emplace(indices[j], st.row_ids.size());
+          st.row_ids.push_back(indices[j]);
+          st.rows.insert(st.rows.end(), src + j * row_bytes, src + (j + 1) * row_bytes);
+        } else {
+          Add(dtype, st.rows.data() + it->second * row_bytes, src + j * row_bytes, width);
+        }
+      }
+    } catch (const std::bad_alloc&) {
+      st.DropPending();
+      return Status(Code::kResourceExhausted, "out of memory summing the row gradients of '" +
+                                                  var->spec.name + "'; this step's gradients "
+                                                  "were dropped");
+    }
+  }
+  ++st.count;
+  out->accepted = true;
+  Status applied;
+  if (st.count >= var->spec.replicas_to_aggregate) {
+    // The mean of the collected gradients, as TF's ConditionalAccumulator.take_grad.
+    const double k = st.count;
+    if (st.has_dense) {
+      for (size_t j = 0; j < st.row_ids.size(); ++j)
+        Add(dtype, st.dense.data() + static_cast<size_t>(st.row_ids[j]) * row_bytes,
+            st.rows.data() + j * row_bytes, width);
+      Divide(dtype, st.dense.data(), var->num_elements, k);
+      applied = ApplyDense(var, st.dense.data(), lr, has_lr);
+    } else {
+      Divide(dtype, st.rows.data(), st.row_ids.size() * width, k);
+      applied = ApplySparse(var, st.row_ids.data(), st.row_ids.size(), st.rows.data(), lr,
+                            has_lr);
+    }
+    st.DropPending();
+    if (applied.ok()) ++st.step;
+    st.cv.notify_all();
+  }
+  out->step = st.step;
+  out->count = st.count;
+  return applied;
+}
+
+Status VariableStore::SyncStepIncrement(Variable* var, int64_t tag, SyncResult* out) {
+  PSRT_RETURN_IF_ERROR(CheckStepVariable(var));
+  if (!var->is_sync()) return NotSync(var);
+  auto* value = reinterpret_cast<int64_t*>(var->value.data());
+  SyncState& st = var->sync;
+  std::lock_guard<std::mutex> l(st.mu);
+  int64_t cur = __atomic_load_n(value, __ATOMIC_SEQ_CST);
+  if (tag > cur)
+    return Status(Code::kAborted,
+                  "global step '" + var->spec.name + "' is " + std::to_string(cur) +
+                      " but this worker's step is " + std::to_string(tag) +
+                      ": the model was restored or re-initialized under it; re-read it");
+  if (tag < cur) {
+    out->accepted = false;
+  } else {
+    out->accepted = true;
+    if (++st.count >= var->spec.replicas_to_aggregate) {
+      // A concurrent assign (restore) wins: only tag -> tag + 1 is written.
+      __atomic_compare_exchange_n(value, &cur, tag + 1, false, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST);
+      st.count = 0;
+      st.cv.notify_all();
+    }
+  }
+  out->step = __atomic_load_n(value, __ATOMIC_SEQ_CST);
+  out->count = st.count;
+  return Status::Ok();
+}
+
+Status VariableStore::SyncWait(Variable* var, int64_t need, double wait_s,
+                               const std::function<bool()>& abort, SyncResult* out) {
+  if (!var->initialized.load(std::memory_order_acquire))
+    return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
+  if (!var->is_sync() && need > 0) return NotSync(var);
+  const bool counter = var->is_step_counter();
+  const auto* value = reinterpret_cast<const int64_t*>(var->value.data());
+  SyncState& st = var->sync;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(wait_s));
+  std::unique_lock<std::mutex> l(st.mu);
+  for (;;) {
+    const int64_t cur = counter ? __atomic_load_n(value, __ATOMIC_SEQ_CST) : st.step;
+    out->step = cur;
+    out->count = st.count;
+    if (cur >= need) {
+      out->ready = true;
+      return Status::Ok();
+    }
+    if (abort()) {
+      out->aborted = true;
+      return Status::Ok();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return Status::Ok();
+    st.cv.wait_until(l, std::min(deadline, now + std::chrono::milliseconds(50)));
+  }
+}
+
+void VariableStore::SyncReset(Variable* var) {
+  std::lock_guard<std::mutex> l(var->sync.mu);
+  var->sync.DropPending();
+  var->sync.step = 0;
+  var->sync.cv.notify_all();
+}
+
+void VariableStore::SyncDropAllPending() {
+  for (Variable* v : All()) {
+    if (!v->is_sync()) continue;
+    std::lock_guard<std::mutex> l(v->sync.mu);
+    v->sync.DropPending();
+    v->sync.cv.notify_all();
+  }
+}
+
+bool VariableStore::SyncCanComplete(size_t finished) const {
+  for (Variable* v : All()) {
+    if (!v->is_sync()) continue;
+    // Each worker pushes ceil(R / total) gradients per step (several when total < R).
+    const size_t total = v->spec.total_num_replicas;
+    const size_t r = v->spec.replicas_to_aggregate;
+    const size_t per_worker = (r + total - 1) / total;
+    const size_t live = finished >= total ? 0 : total - finished;
+    if (live * per_worker < r) return false;
+  }
+  return true;
 }
 
 std::vector<Variable*> VariableStore::All() const {

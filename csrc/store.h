@@ -10,7 +10,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +46,31 @@ class AlignedBuffer {
 // The slot index Pull/Assign use for Adam's (beta1_power, beta2_power), float64[2].
 constexpr uint8_t kOptimizerStateSlot = 255;
 
+// Synchronous training state of one variable (SyncReplicasOptimizer's accumulator), guarded
+// by mu. For an int64 scalar (the global step) only `count` is used: its value is its step.
+struct SyncState {
+  std::mutex mu;
+  std::condition_variable cv;     // notified when the step advances or pending state drops
+  int64_t step = 0;               // the step whose gradients are being collected
+  uint32_t count = 0;             // fresh gradients collected for `step`
+  bool has_dense = false;         // `dense` holds the sum of this step's dense gradients
+  AlignedBuffer dense;
+  std::unordered_map<int64_t, size_t> row_pos;  // row index -> its position in row_ids/rows
+  std::vector<int64_t> row_ids;   // rows of this step's row-sparse gradients, first-seen order
+  std::vector<uint8_t> rows;      // their summed values, row after row
+
+  void DropPending();             // requires mu
+};
+
+// What a synchronous request found (see VariableStore::Sync*).
+struct SyncResult {
+  bool accepted = false;  // push/increment: counted for the current step (false: stale)
+  bool ready = false;     // wait: the step was reached
+  bool aborted = false;   // wait: the abort predicate became true
+  int64_t step = 0;       // the variable's step (global step: its value) afterwards
+  uint32_t count = 0;     // gradients collected for that step
+};
+
 struct Variable {
   uint32_t id = 0;
   VarSpec spec;
@@ -55,7 +82,12 @@ struct Variable {
   std::mutex mu;                  // use_locking updates; Adam's beta powers
   double beta1_power = 0.0;       // Adam, guarded by mu
   double beta2_power = 0.0;
+  SyncState sync;                 // used when spec.replicas_to_aggregate > 0
 
+  bool is_sync() const { return spec.replicas_to_aggregate > 0; }
+  bool is_step_counter() const {
+    return spec.dtype == DType::kInt64 && num_elements == 1 && spec.shape.empty();
+  }
   // Memory for slot index `slot` (0: the value), or nullptr when out of range.
   uint8_t* SlotData(uint8_t slot) const;
   std::string ShapeString() const;
@@ -87,6 +119,30 @@ class VariableStore {
   // int64 scalars only.
   Status StepRead(Variable* var, int64_t* value);
   Status StepIncrement(Variable* var, int64_t delta, int64_t* new_value);
+
+  // ---- Synchronous training (SyncReplicasOptimizer) ----------------------------------------
+  // A gradient tagged with step `tag` for a sync variable (dense when indices is null):
+  // tag < step: dropped as stale; tag > step: the pending gradients are dropped and the
+  // variable moves to `tag`; then it is summed in. When replicas_to_aggregate gradients are in,
+  // their mean is applied with the variable's optimizer and the step advances. Indices are all
+  // checked before anything is summed.
+  Status SyncPush(Variable* var, int64_t tag, const void* grad, const int64_t* indices,
+                  size_t n, const void* rows, double lr, bool has_lr, SyncResult* out);
+  // The global step's tagged increment: tag < value is stale; tag == value counts, and the
+  // replicas_to_aggregate-th count sets value = tag + 1; tag > value is Aborted (the step was
+  // restored under the worker).
+  Status SyncStepIncrement(Variable* var, int64_t tag, SyncResult* out);
+  // Waits until the variable's step (global step: value) >= need, at most wait_s seconds, or
+  // until abort() is true (polled at least every 50 ms).
+  Status SyncWait(Variable* var, int64_t need, double wait_s, const std::function<bool()>& abort,
+                  SyncResult* out);
+  // Initialization or restore: step 0, nothing pending (the next push adopts its tag).
+  void SyncReset(Variable* var);
+  // Drops every pending gradient of every sync variable and wakes their waiters.
+  void SyncDropAllPending();
+  // False when `finished` workers leave fewer than replicas_to_aggregate of some sync
+  // variable's total_num_replicas.
+  bool SyncCanComplete(size_t finished) const;
 
   // Snapshot of every variable, in id order.
   std::vector<Variable*> All() const;

@@ -15,7 +15,7 @@
 namespace psrt {
 
 constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
-constexpr uint16_t kWireVersion = 1;
+constexpr uint16_t kWireVersion = 2;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
 constexpr size_t kMaxNameLength = 1024;
@@ -44,7 +44,16 @@ constexpr uint8_t kFlagInit = 1 << 2;          // Register: initial value follow
 constexpr uint8_t kFlagInitialized = 1 << 3;   // reply: the variable is initialized
 constexpr uint8_t kFlagHasLr = 1 << 4;         // Push: arg0 overrides the learning rate
 constexpr uint8_t kFlagReturnValue = 1 << 5;   // Push: reply carries the value after update
-constexpr uint8_t kFlagStepTagged = 1 << 6;    // Push: `step` tags the gradient (sync training)
+constexpr uint8_t kFlagStepTagged = 1 << 6;    // Push/StepIncrement: `step` tags the gradient
+                                               // of synchronous training (see below)
+constexpr uint8_t kFlagWaitStep = 1 << 7;      // Pull/StepRead: hold the reply until the sync
+                                               // step >= `step`, at most arg1 seconds
+// Reply meanings of the same bits (a reply and a request never share a frame):
+constexpr uint8_t kFlagAccepted = kFlagStepTagged;  // tagged push/increment: counted (fresh);
+                                                    // clear: dropped as stale
+constexpr uint8_t kFlagNotReady = kFlagWaitStep;    // waiting request: the step was not
+                                                    // reached in time; no payload
+constexpr double kMaxWaitSeconds = 60.0;            // bound of a waiting request's arg1
 
 enum class DType : uint8_t { kInvalid = 0, kFloat32 = 1, kFloat64 = 2, kInt64 = 3 };
 
@@ -89,8 +98,9 @@ struct Header {
   uint64_t payload_len = 0;        // 24  bytes following the header
   int64_t step = 0;                // 32  step tag / global step value / increment
   double arg0 = 0.0;               // 40  Push: learning rate (kFlagHasLr)
-  double arg1 = 0.0;               // 48  reserved for scalar arguments
-  uint32_t count = 0;              // 56  Sparse: number of indices
+  double arg1 = 0.0;               // 48  kFlagWaitStep: seconds to wait (0..60)
+  uint32_t count = 0;              // 56  Sparse: number of indices; sync replies: gradients
+                                   //     collected for the current step
   uint32_t reserved2 = 0;          // 60  must be 0
 };
 static_assert(sizeof(Header) == kHeaderSize, "wire header must be 64 bytes");
@@ -214,6 +224,8 @@ struct VarSpec {
   double beta2 = 0.999;            // f64
   double epsilon = 1e-8;           // f64
   double slot_init = 0.0;          // f64: initial value of every slot element (Adagrad 0.1)
+  uint32_t replicas_to_aggregate = 0;  // u32: synchronous training; 0: asynchronous
+  uint32_t total_num_replicas = 0;     // u32: workers of synchronous training (0 when async)
 
   int64_t NumElements() const {
     int64_t n = 1;
@@ -234,6 +246,8 @@ struct VarSpec {
     w->Put<double>(beta2);
     w->Put<double>(epsilon);
     w->Put<double>(slot_init);
+    w->Put<uint32_t>(replicas_to_aggregate);
+    w->Put<uint32_t>(total_num_replicas);
   }
   Status Decode(Reader* r) {
     uint8_t dt, rank, opt;
@@ -256,8 +270,14 @@ struct VarSpec {
     }
     if (!r->Get(&opt) || !r->Get(&use_locking) || !r->Get(&use_nesterov) ||
         !r->Get(&learning_rate) || !r->Get(&momentum) || !r->Get(&beta1) || !r->Get(&beta2) ||
-        !r->Get(&epsilon) || !r->Get(&slot_init))
+        !r->Get(&epsilon) || !r->Get(&slot_init) || !r->Get(&replicas_to_aggregate) ||
+        !r->Get(&total_num_replicas))
       return InvalidArgument("register '" + name + "': truncated optimizer spec");
+    if ((replicas_to_aggregate == 0) != (total_num_replicas == 0))
+      return InvalidArgument("register '" + name + "': replicas_to_aggregate " +
+                             std::to_string(replicas_to_aggregate) + " and total_num_replicas " +
+                             std::to_string(total_num_replicas) +
+                             " must be both 0 (asynchronous) or both >= 1");
     if (opt > kMaxOptimizer)
       return InvalidArgument("register '" + name + "': unknown optimizer code " +
                              std::to_string(opt));

@@ -11,7 +11,7 @@ import struct
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
@@ -21,7 +21,7 @@ HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
 STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE = 7, 8, 9, 10, 11, 12
 
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
-F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED = 16, 32, 64
+F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
 
 FLOAT32, FLOAT64, INT64 = 1, 2, 3
 
@@ -30,7 +30,7 @@ FAILED_PRECONDITION, UNIMPLEMENTED = 9, 12
 
 
 def header(op: int, payload_len: int = 0, **fields: Any) -> bytes:
-    """Packs a header; every field not given is the valid default (magic, version 1, zeros)."""
+    """Packs a header; every field not given is the valid default (magic, this version, zeros)."""
     values = dict.fromkeys(FIELDS, 0)
     values.update(magic=MAGIC, version=VERSION, op=op, payload_len=payload_len,
                   arg0=0.0, arg1=0.0)

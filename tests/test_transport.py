@@ -371,12 +371,13 @@ def test_connect_to_a_peer_that_never_answers_hello():
 
 
 def test_hello_version_mismatch():
-    fake = FakePs(version=2)
+    fake = FakePs(version=_core.WIRE_VERSION + 1)
     try:
         c = _core.Client("worker", 0)
         with pytest.raises(errors.FailedPreconditionError) as e:
             c.connect(0, fake.address, 5.0)
-        assert "version 1" in e.value.message and "version 2" in e.value.message
+        assert f"version {_core.WIRE_VERSION}" in e.value.message
+        assert f"version {_core.WIRE_VERSION + 1}" in e.value.message
         assert fake.address in e.value.message
     finally:
         fake.close()

@@ -120,7 +120,7 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None) 
     rank = len(shape) if rank is None else rank
     return (struct.pack("<H", len(name)) + name + struct.pack("<BB", dtype, rank) +
             b"".join(struct.pack("<q", d) for d in shape) + struct.pack("<BBB", optimizer, 0, 0) +
-            struct.pack("<6d", 0.1, 0.0, 0.9, 0.999, 1e-8, 0.0))
+            struct.pack("<6d", 0.1, 0.0, 0.9, 0.999, 1e-8, 0.0) + struct.pack("<2I", 0, 0))
 
 
 # ---- A bad fixed header: one error reply, then the connection is closed -------------------
@@ -128,10 +128,10 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None) 
 BAD_HEADERS = [
     ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
      ["magic", "0xdeadbeef", "0x54525350"]),
-    ("version 2", lambda ids: fr.header(fr.PING, version=2), fr.FAILED_PRECONDITION,
-     ["version 2", "version 1"]),
+    ("version 1", lambda ids: fr.header(fr.PING, version=1), fr.FAILED_PRECONDITION,
+     ["version 1", "version 2"]),
     ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
-     ["version 0", "version 1"]),
+     ["version 0", "version 2"]),
     ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..12"]),
     ("op 13", lambda ids: fr.header(13), fr.INVALID_ARGUMENT, ["unknown op 13"]),
     ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
@@ -164,7 +164,7 @@ def test_bad_fixed_header_gets_error_then_close(peer, cluster, make, code, words
 def test_bad_header_before_hello_gets_error_then_close(ps):
     with fr.connect(ps.address, say_hello=False) as sock:
         sock.sendall(fr.header(fr.HELLO, version=3))
-        expect_error(sock, fr.FAILED_PRECONDITION, "version 3", "version 1")
+        expect_error(sock, fr.FAILED_PRECONDITION, "version 3", "version 2")
         assert fr.is_closed(sock)
 
 
@@ -181,7 +181,7 @@ def test_hello_reply_names_version_task_and_incarnation(ps):
         sock.sendall(fr.frame(fr.HELLO, b"worker", var_id=3, request_id=9))
         h, payload = fr.read_frame(sock)
         assert h["status"] == fr.OK and h["flags"] == fr.F_REPLY and h["request_id"] == 9
-        assert h["version"] == 1 and h["var_id"] == 0 and payload == b"ps"
+        assert h["version"] == fr.VERSION and h["var_id"] == 0 and payload == b"ps"
         assert h["step"] > 0  # the incarnation
 
 
@@ -265,8 +265,28 @@ PER_OP = [
      lambda ids: fr.frame(fr.PULL, b"\0" * MAX_PAYLOAD, var_id=ids["E"], flags=fr.F_SPARSE,
                           count=MAX_PAYLOAD // 8),
      fr.RESOURCE_EXHAUSTED, ["'E'", f"maximum of {MAX_PAYLOAD}"]),
-    ("step-tagged push", lambda ids: push_w(ids, nan_bytes(W_BYTES), flags=fr.F_STEP_TAGGED),
-     fr.UNIMPLEMENTED, ["step-tagged"]),
+    ("step-tagged push to an asynchronous variable",
+     lambda ids: push_w(ids, nan_bytes(W_BYTES), flags=fr.F_STEP_TAGGED),
+     fr.FAILED_PRECONDITION, ["'W'", "not trained synchronously"]),
+    ("wait flag on a push",
+     lambda ids: push_w(ids, nan_bytes(W_BYTES), flags=fr.F_WAIT_STEP, arg1=1.0),
+     fr.INVALID_ARGUMENT, ["wait flag", "PUSH"]),
+    ("wait of 61 s", lambda ids: fr.frame(fr.PULL, var_id=ids["W"], flags=fr.F_WAIT_STEP,
+                                          arg1=61.0),
+     fr.INVALID_ARGUMENT, ["wait flag", "0..60 s"]),
+    ("wait of NaN s", lambda ids: fr.frame(fr.PULL, var_id=ids["W"], flags=fr.F_WAIT_STEP,
+                                           arg1=float("nan")),
+     fr.INVALID_ARGUMENT, ["wait flag"]),
+    ("wait on an asynchronous variable",
+     lambda ids: fr.frame(fr.PULL, var_id=ids["W"], flags=fr.F_WAIT_STEP, step=1, arg1=0.0),
+     fr.FAILED_PRECONDITION, ["'W'", "not trained synchronously"]),
+    ("step tag on a pull", lambda ids: fr.frame(fr.PULL, var_id=ids["W"],
+                                                flags=fr.F_STEP_TAGGED),
+     fr.INVALID_ARGUMENT, ["step-tag flag"]),
+    ("step-tagged increment of an asynchronous step",
+     lambda ids: fr.frame(fr.STEP_INCREMENT, var_id=ids["global_step"],
+                          flags=fr.F_STEP_TAGGED, step=7),
+     fr.FAILED_PRECONDITION, ["'global_step'", "not trained synchronously"]),
     ("second hello too long", lambda ids: fr.frame(fr.HELLO, b"w" * 300), fr.INVALID_ARGUMENT,
      ["HELLO", "payload of 300 bytes", "at most 256"]),
     ("worker_done name not utf-8", lambda ids: fr.frame(fr.WORKER_DONE, b"\xff\xfeworker"),

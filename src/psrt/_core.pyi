@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 1
+WIRE_VERSION: Final = 2
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -185,7 +185,36 @@ class Client:
         handles: Sequence[int],
         values: Sequence[npt.NDArray[Any]],
         slot: int = 0,
-    ) -> None: ...
+        restore: bool = False,
+    ) -> None:
+        """Overwrites slot `slot` (0: the value) of each variable. restore=True (slot 0 only)
+        marks a checkpoint restore: a synchronous variable's step and pending gradients are
+        reset too."""
+    def sync_step(
+        self,
+        push_handles: Sequence[int],
+        grads: Sequence[npt.NDArray[Any]],
+        sparse_handles: Sequence[int],
+        sparse_indices: Sequence[npt.NDArray[np.int64]],
+        sparse_rows: Sequence[npt.NDArray[Any]],
+        lr: float | None,
+        tag: int,
+        step_handle: int,
+        increment: bool,
+        wait_handles: Sequence[int],
+        outs: Sequence[npt.NDArray[Any]],
+        needs: Sequence[int],
+        step_need: int,
+        wait_secs: float,
+    ) -> tuple[list[bool], list[tuple[bool, int, int]], tuple[bool, int, int]]:
+        """One synchronous training step in one parallel round trip: gradients tagged with
+        step `tag` (dense, then row-sparse), the global step's tagged increment (when
+        `increment`), then waits: each wait holds until that variable's step >= needs[i]
+        (global step: its value >= step_need), at most wait_secs seconds (0..60), and then
+        fills outs[i]. Returns (accepted per push (False: dropped as stale), (ready, step,
+        gradients collected) per wait, (ready, value, count) of the global step or
+        (True, -1, 0) without one). A wait that was not ready leaves its out untouched.
+        Raises OutOfRangeError once synchronous training ended (too few workers left)."""
     def assign_add(
         self,
         handles: Sequence[int],
