@@ -483,6 +483,9 @@ class PyClient {
       c.arg1 = wait_secs;
       calls.push_back(std::move(c));
     }
+    // A synchronous step is sent whole or not at all: gradients counted on some shards while
+    // another shard's connection is already lost would land in a step the session abandons.
+    for (const Call& c : calls) Check(client_.ShardStatus(c.shard));
     Check(RunLocked(&calls));
     py::list accepted, waits;
     for (size_t i = 0; i < num_pushes; ++i)

@@ -79,6 +79,12 @@ int64_t Client::Incarnation(int shard) const {
   return shard >= 0 && shard < num_shards() && conns_[shard] ? conns_[shard]->incarnation : 0;
 }
 
+Status Client::ShardStatus(int shard) const {
+  if (shard < 0 || shard >= num_shards() || !conns_[shard])
+    return FailedPrecondition("not connected to /job:ps/task:" + std::to_string(shard));
+  return conns_[shard]->error;
+}
+
 Status Client::Connect(int shard, const std::string& address, double timeout_s) {
   if (shard < 0) return InvalidArgument("shard index " + std::to_string(shard) + " < 0");
   std::string host;

@@ -71,6 +71,9 @@ class Client {
   int num_shards() const { return static_cast<int>(conns_.size()); }
   std::string ShardName(int shard) const;
   int64_t Incarnation(int shard) const;
+  // The sticky failure of the shard's connection (OK while healthy); FailedPrecondition when
+  // the shard is not connected.
+  Status ShardStatus(int shard) const;
 
   // Runs a batch; see the file comment. Returns the first failed call's status (calls keep
   // their own). timeout_s < 0: no deadline.

@@ -239,3 +239,29 @@ def test_one_worker_aggregating_several_batches(ps):
     a.c.worker_done("worker", 0)
     with pytest.raises(errors.OutOfRangeError):
         watcher.step(1, [1, 1, 1])
+
+
+def test_step_is_not_sent_at_all_when_one_shard_is_lost():
+    ps0 = _core.Server("127.0.0.1", 0, "ps", 0)
+    ps1 = _core.Server("127.0.0.1", 0, "ps", 1)
+    try:
+        c = _core.Client("worker", 0)
+        c.timeout = 10.0
+        c.connect(0, f"127.0.0.1:{ps0.port}", 5.0)
+        c.connect(1, f"127.0.0.1:{ps1.port}", 5.0)
+        sync = {"learning_rate": 1.0, "replicas_to_aggregate": 2, "total_num_replicas": 2}
+        (a, _), (b, _) = c.register([
+            (0, "a", "float32", [2], "GradientDescent", sync, np.zeros(2, np.float32)),
+            (1, "b", "float32", [2], "GradientDescent", sync, np.zeros(2, np.float32))])
+        ps1.stop()
+        with pytest.raises(errors.UnavailableError):
+            c.ping([1])  # the lost connection is now known (sticky)
+        with pytest.raises(errors.UnavailableError, match="task:1"):
+            c.sync_step([a, b], [np.ones(2, np.float32)] * 2, [], [], [], None, 0, -1, False,
+                        [], [], [], 0, 0.0)
+        _, waits, _ = c.sync_step([], [], [], [], [], None, 0, -1, False, [a],
+                                  [np.empty(2, np.float32)], [0], 0, 0.0)
+        assert waits == [(True, 0, 0)]  # a's shard got nothing
+    finally:
+        ps0.stop()
+        ps1.stop()
