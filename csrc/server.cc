@@ -433,11 +433,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                  var->spec.name));
       SyncResult sr;
       if (h.flags & kFlagWaitStep) {
-        st = CheckSyncOpen(conn);
-        if (st.ok())
-          st = store_.SyncWait(var, h.step, h.arg1,
-                               [this, conn] { return stopping_.load() || SyncEnded(conn); },
-                               &sr);
+        // A step already reached is answered even after training ended: only a wait that
+        // cannot complete any more is ended (SyncWait checks readiness first).
+        st = store_.SyncWait(var, h.step, h.arg1,
+                             [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
         if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
         if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
         if (!st.ok()) return Reply(conn, h, st);
@@ -539,10 +538,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       st = store_.StepRead(var, &v);
       if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
       SyncResult sr;
-      st = CheckSyncOpen(conn);
-      if (st.ok())
-        st = store_.SyncWait(var, h.step, h.arg1,
-                             [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
+      st = store_.SyncWait(var, h.step, h.arg1,
+                           [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
       if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
       if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
       return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,

@@ -265,3 +265,16 @@ def test_step_is_not_sent_at_all_when_one_shard_is_lost():
     finally:
         ps0.stop()
         ps1.stop()
+
+
+def test_wait_for_a_step_already_reached_is_answered_after_training_ended(ps):
+    a, b = Worker(ps, 0, init=True), Worker(ps, 1)
+    a.step(0, [2, 2, 2])
+    b.step(0, [2, 2, 2])  # step 1 complete
+    a.c.worker_done("worker", 0)
+    out = np.empty(3, np.float32)
+    _, waits, step = b.step(0, None, need=1, wait=1.0, out=out)
+    assert waits == [(True, 1, 0)] and step == (True, 1, 0)
+    np.testing.assert_allclose(out, [-1, -1, -1])
+    with pytest.raises(errors.OutOfRangeError):  # step 2 can no longer complete
+        b.step(1, None, need=2, wait=1.0)
