@@ -8,6 +8,7 @@ the GIL released.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -21,6 +22,13 @@ from psrt.placement import DeviceSpec
 from psrt.variables import Graph, Operation, PartitionedVariable, Variable, get_default_graph
 
 _logger = logging.getLogger("psrt")
+
+# How often a synchronous run that waits for other replicas logs a warning, in seconds (more
+# often under a short sync timeout: a third of it, so that a run warns before it fails).
+_SYNC_LOG_SECS = 10.0
+# Longest single wait a synchronous run asks a ps task for; the run repeats shorter waits
+# until its step completes or the sync timeout passes (the core allows at most 60 s).
+_SYNC_WAIT_SECS = 1.0
 
 _DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
                 np.dtype(np.int64): "int64"}
@@ -38,15 +46,27 @@ class ConfigProto:
         cluster_def: The cluster (a ClusterSpec or its dict), as TF's
             ``ConfigProto.cluster_def``: lets a process without a Server of its own reach
             every task its variables are placed on.
+        sync_timeout_secs: psrt only. How long one run of a ``SyncReplicasOptimizer`` train
+            op waits for the other replicas' gradients to complete its step, in seconds
+            (default 300; must be > 0). Past it the run raises DeadlineExceededError naming
+            the step, the missing gradients, the variable and its ps task. A positive
+            ``operation_timeout_in_ms`` takes precedence.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
+
+    Raises:
+        ValueError: ``sync_timeout_secs`` is not > 0.
     """
 
     def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
-                 cluster_def: Any = None, **ignored: Any) -> None:
+                 cluster_def: Any = None, sync_timeout_secs: float = 300.0,
+                 **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
+        if not float(sync_timeout_secs) > 0:
+            raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
+        self.sync_timeout_secs = float(sync_timeout_secs)
         self.ignored = ignored
 
 
@@ -137,9 +157,11 @@ class Session:
         self._shard_names: list[str] = []
         self._handles: dict[int, int] = {}        # id(Variable) -> client handle
         self._vars_by_handle: dict[int, Variable] = {}
+        self._shard_of: dict[int, int] = {}       # handle -> shard
         self._cache: dict[int, np.ndarray] = {}   # id(Variable or PartitionedVariable) -> value
         self._views: dict[int, np.ndarray] = {}
         self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
+        self._sync_states: dict[int, _SyncState] = {}  # id(sync TrainOp) -> its progress
         self._register(self._graph.get_collection("variables"))
 
     # ---- placement and registration ------------------------------------------------------
@@ -226,15 +248,19 @@ class Session:
             opt = v._optimizer
             kernel = opt._kernel if opt is not None else ""
             hyper = opt._hyper() if opt is not None else {}
+            if v._sync is not None:
+                hyper = {**hyper, "replicas_to_aggregate": float(v._sync[0]),
+                         "total_num_replicas": float(v._sync[1])}
             value = v.initial_value_array() if init else None
             entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[v.dtype], v.shape, kernel,
                             hyper, value))
             owners.append(v)
         if entries:
             results = self._client.register(entries)
-            for v, (handle, _initialized) in zip(owners, results):
+            for v, entry, (handle, _initialized) in zip(owners, entries, results):
                 self._handles[id(v)] = handle
                 self._vars_by_handle[handle] = v
+                self._shard_of[handle] = entry[0]
         return [self._handles[id(v)] for v in var_list]
 
     def _handle(self, v: Variable) -> int:
@@ -375,22 +401,37 @@ class Session:
             elif v._partition is not None:
                 self._cache.pop(id(v._partition[0]), None)
 
-    def _values_for(self, var_list: Sequence[Any]) -> list[np.ndarray]:
-        """The train op's inputs: values returned by the last push when this session holds
-        them (ps-lite's push-pull: as fresh as a separate pull at that moment), else pulled
-        now in one batch."""
-        missing_h: list[int] = []
-        missing_o: list[np.ndarray] = []
+    def _buffers(self, var_list: Sequence[Any], refill: bool) -> tuple[list[int],
+                                                                      list[np.ndarray]]:
+        """Handles of the parts of ``var_list`` and views of the cached value buffers that
+        receive them, for the variables not cached (allocating their buffers), or for every
+        variable (once each) when ``refill``."""
+        handles: list[int] = []
+        outs: list[np.ndarray] = []
+        seen: set[int] = set()
         for v in var_list:
-            if id(v) not in self._cache:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            buf = self._cache.get(id(v))
+            if buf is None:
                 buf = np.empty(v.shape, v.dtype)
                 view = buf.view()
                 view.setflags(write=False)
                 self._cache[id(v)] = buf
                 self._views[id(v)] = view
-                parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
-                missing_h.extend(self._handle(p) for p in parts)
-                missing_o.extend(_part_views(v, buf))
+            elif not refill:
+                continue
+            parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+            handles.extend(self._handle(p) for p in parts)
+            outs.extend(_part_views(v, buf))
+        return handles, outs
+
+    def _values_for(self, var_list: Sequence[Any]) -> list[np.ndarray]:
+        """The train op's inputs: values returned by the last push when this session holds
+        them (ps-lite's push-pull: as fresh as a separate pull at that moment), else pulled
+        now in one batch."""
+        missing_h, missing_o = self._buffers(var_list, refill=False)
         if missing_h:
             try:
                 self._client.pull(missing_h, missing_o, 0)
@@ -399,23 +440,46 @@ class Session:
                 raise
         return [self._views[id(v)] for v in var_list]
 
-    def _train(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int]) -> Any:
+    def _gradients(self, op: TrainOp, feeds: dict[str, Any]) -> tuple[Any, list[Any]]:
+        """(loss, gradients aligned with ``op.var_list``): from the loss function called on
+        the variables' values, or the op's given gradients (fed ones looked up in
+        ``feeds``) with loss None."""
         var_list = op.var_list
-        loss = None
-        if op.loss_fn is not None:
-            values = self._values_for(var_list)
-            out = op.loss_fn(*values, **feeds)
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise TypeError("the loss function must return (loss, grads); got "
-                                f"{type(out).__name__}")
-            loss, grads = out
-            grads = list(grads)
-            if len(grads) != len(var_list):
-                raise ValueError(f"the loss function returned {len(grads)} gradients for "
-                                 f"{len(var_list)} variables {[v.name for v in var_list]}")
-        else:
-            grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
-                     for g, v in zip(op.grads, var_list)]
+        if op.loss_fn is None:
+            return None, [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
+                          for g, v in zip(op.grads, var_list)]
+        values = self._values_for(var_list)
+        out = op.loss_fn(*values, **feeds)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError("the loss function must return (loss, grads); got "
+                            f"{type(out).__name__}")
+        loss, grads = out
+        grads = list(grads)
+        if len(grads) != len(var_list):
+            raise ValueError(f"the loss function returned {len(grads)} gradients for "
+                             f"{len(var_list)} variables {[v.name for v in var_list]}")
+        return loss, grads
+
+    def _dense_parts(self, v: Any, g: Any) -> tuple[list[int], list[np.ndarray]]:
+        """The handles of ``v``'s parts and the gradient rows each receives (views of
+        ``g``)."""
+        if not isinstance(g, np.ndarray):
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient for variable '{v.name}' must be a numpy array of "
+                f"{v.dtype}{list(v.shape)}; got {type(g).__name__}")
+        parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+        if len(parts) > 1 and (g.shape != v.shape or g.dtype != v.dtype
+                               or not g.flags.c_contiguous):
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient for variable '{v.name}' must be {v.dtype}"
+                f"{list(v.shape)} C-contiguous; got {g.dtype}{list(g.shape)}")
+        return [self._handle(p) for p in parts], (_part_views(v, g) if len(parts) > 1 else [g])
+
+    def _train(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int]) -> Any:
+        if op.sync is not None:
+            return self._train_sync(op, feeds, fresh_steps)
+        var_list = op.var_list
+        loss, grads = self._gradients(op, feeds)
         lr = op.optimizer._learning_rate_value()
         dense_h: list[int] = []
         dense_g: list[np.ndarray] = []
@@ -427,18 +491,9 @@ class Session:
             if isinstance(g, IndexedSlices):
                 sparse.append((v, g))
                 continue
-            if not isinstance(g, np.ndarray):
-                raise errors.InvalidArgumentError(
-                    None, None, f"gradient for variable '{v.name}' must be a numpy array of "
-                    f"{v.dtype}{list(v.shape)}; got {type(g).__name__}")
-            parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
-            if len(parts) > 1 and (g.shape != v.shape or g.dtype != v.dtype
-                                   or not g.flags.c_contiguous):
-                raise errors.InvalidArgumentError(
-                    None, None, f"gradient for variable '{v.name}' must be {v.dtype}"
-                    f"{list(v.shape)} C-contiguous; got {g.dtype}{list(g.shape)}")
-            dense_h.extend(self._handle(p) for p in parts)
-            dense_g.extend(_part_views(v, g) if len(parts) > 1 else [g])
+            handles, pieces = self._dense_parts(v, g)
+            dense_h.extend(handles)
+            dense_g.extend(pieces)
             cached = self._cache.get(id(v))
             if cached is not None:
                 dense_out.extend(_part_views(v, cached))
@@ -465,7 +520,8 @@ class Session:
             self._last_step[id(gs)] = step
         return loss
 
-    def _push_sparse(self, v: Any, g: IndexedSlices, lr: float, step_h: int) -> int:
+    def _sparse_indices(self, v: Any, g: IndexedSlices) -> np.ndarray:
+        """``g.indices`` as the int64 C-contiguous array the core takes."""
         if isinstance(v, PartitionedVariable):
             raise errors.UnimplementedError(
                 None, None, f"row-sparse gradients for partitioned variable '{v.name}' are not "
@@ -477,8 +533,162 @@ class Session:
                     None, None, f"indices for variable '{v.name}' must be integers; got "
                     f"{idx.dtype}")
             idx = idx.astype(np.int64)
-        return self._client.push_sparse(self._handle(v), np.ascontiguousarray(idx), g.values,
-                                        lr, step_h, 1)
+        return np.ascontiguousarray(idx)
+
+    def _push_sparse(self, v: Any, g: IndexedSlices, lr: float, step_h: int) -> int:
+        idx = self._sparse_indices(v, g)
+        return self._client.push_sparse(self._handle(v), idx, g.values, lr, step_h, 1)
+
+    # ---- synchronous training (SyncReplicasOptimizer) --------------------------------------
+
+    def _train_sync(self, op: TrainOp, feeds: dict[str, Any],
+                    fresh_steps: dict[int, int]) -> Any:
+        """One run of a SyncReplicasOptimizer's train op: gradients at the session's step
+        ``tag``, pushed tagged with it together with the global step's tagged increment;
+        after this worker's last push of the step (the ``ceil(R / total_num_replicas)``-th)
+        the same round trip waits until the step is complete on every pushed variable and
+        the global step, and refills the cached values. The next ``tag`` is the lowest step
+        reached. Any error forgets the progress: the next run re-reads the global step."""
+        assert op.sync is not None and op.global_step is not None
+        replicas, total = op.sync
+        var_list = op.var_list
+        gs = op.global_step
+        try:
+            step_h = self._handle(gs)
+            state = self._sync_states.get(id(op))
+            if state is None or state.op is not op or any(
+                    id(v) not in self._cache for v in var_list):
+                # First run, or values invalidated (initialization, restore, an error):
+                # read every value and the global step, which is the step to compute at.
+                handles, outs = self._buffers(var_list, refill=True)
+                _, _, (_, value, _) = self._client.sync_step(
+                    [], [], [], [], [], None, 0, step_h, False,
+                    handles, outs, [0] * len(handles), 0, 0.0)
+                state = self._sync_states[id(op)] = _SyncState(op, value)
+            tag = state.tag
+            loss, grads = self._gradients(op, feeds)
+            lr = op.optimizer._learning_rate_value()
+            push_h: list[int] = []
+            push_g: list[np.ndarray] = []
+            sparse_h: list[int] = []
+            sparse_i: list[np.ndarray] = []
+            sparse_r: list[Any] = []
+            pushed: set[int] = set()
+            for v, g in zip(var_list, grads):
+                if g is None:
+                    continue
+                if isinstance(g, IndexedSlices):
+                    sparse_i.append(self._sparse_indices(v, g))
+                    sparse_h.append(self._handle(v))
+                    sparse_r.append(g.values)
+                else:
+                    handles, pieces = self._dense_parts(v, g)
+                    push_h.extend(handles)
+                    push_g.extend(pieces)
+                pushed.add(id(v))
+            state.pushes += 1
+            last = state.pushes >= -(-replicas // total)  # ceil(R / total) pushes per step
+            wait_h: list[int] = []
+            outs: list[np.ndarray] = []
+            needs: list[int] = []
+            if last:
+                for v in var_list:
+                    handles, views = self._buffers([v], refill=True)
+                    wait_h.extend(handles)
+                    outs.extend(views)
+                    needs.extend([tag + 1 if id(v) in pushed else 0] * len(handles))
+            timeout = self._sync_timeout()
+            start = time.monotonic()
+            accepted, waits, gstep = self._client.sync_step(
+                push_h, push_g, sparse_h, sparse_i, sparse_r, lr, tag, step_h, True,
+                wait_h, outs, needs, tag + 1 if last else 0,
+                self._sync_wait_secs(start + timeout, wait_h + [step_h]) if last else 0.0)
+            stale = accepted.count(False)
+            if stale:
+                _logger.debug("step %d: %d of %d gradient(s) dropped as stale", tag, stale,
+                              len(accepted))
+            if last:
+                waits, gstep = self._sync_wait(tag, replicas, step_h, wait_h, outs, needs,
+                                               waits, gstep, start, timeout)
+                state.tag = min([gstep[1]] + [w[1] for w, n in zip(waits, needs) if n > 0])
+                state.pushes = 0
+        except BaseException:
+            self._sync_states.pop(id(op), None)
+            self._invalidate(var_list)
+            raise
+        fresh_steps[id(gs)] = gstep[1]
+        self._last_step[id(gs)] = gstep[1]
+        return loss
+
+    def _sync_timeout(self) -> float:
+        """Seconds a synchronous run waits for its step: the operation timeout when set,
+        else ``ConfigProto.sync_timeout_secs``."""
+        ms = self._config.operation_timeout_in_ms
+        return ms / 1000.0 if ms > 0 else self._config.sync_timeout_secs
+
+    def _sync_wait_secs(self, deadline: float, handles: list[int]) -> float:
+        """``wait_secs`` of a round trip waiting on ``handles``, so that it takes at most
+        _SYNC_WAIT_SECS, the time left, and half the operation timeout (which bounds each
+        round trip). A ps task answers one connection's requests in order, so k waits on
+        one task can take k times ``wait_secs``: it is divided by the largest k."""
+        secs = min(_SYNC_WAIT_SECS, max(0.0, deadline - time.monotonic()))
+        ms = self._config.operation_timeout_in_ms
+        if ms > 0:
+            secs = min(secs, ms / 2000.0)
+        per_shard = collections.Counter(self._shard_of[h] for h in handles)
+        return secs / max(per_shard.values(), default=1)
+
+    def _sync_wait(self, tag: int, replicas: int, step_h: int, handles: list[int],
+                   outs: list[np.ndarray], needs: list[int],
+                   waits: list[tuple[bool, int, int]], gstep: tuple[bool, int, int],
+                   start: float, timeout: float
+                   ) -> tuple[list[tuple[bool, int, int]], tuple[bool, int, int]]:
+        """Repeats the waits that were not ready (and the global step's) until all are;
+        returns the final (ready, step, count) of each wait and of the global step.
+
+        Raises:
+            DeadlineExceededError: not ready ``timeout`` seconds after ``start``.
+        """
+        waits = list(waits)
+        pending = [i for i, w in enumerate(waits) if not w[0]]
+        log_every = min(_SYNC_LOG_SECS, timeout / 3)
+        next_log = start + log_every
+        while pending or not gstep[0]:
+            now = time.monotonic()
+            if now >= next_log or now >= start + timeout:
+                name, shard, missing = self._sync_laggard(
+                    replicas, [(handles[i], waits[i]) for i in pending] +
+                    ([] if gstep[0] else [(step_h, gstep)]))
+                lag = (f"step {tag}: waiting for {missing} more gradient(s) from {replicas} "
+                       f"replicas for variable '{name}' on {shard}")
+                if now >= start + timeout:
+                    setting = (f"operation_timeout_in_ms={self._config.operation_timeout_in_ms}"
+                               if self._config.operation_timeout_in_ms > 0 else
+                               f"sync_timeout_secs={self._config.sync_timeout_secs:g}")
+                    raise errors.DeadlineExceededError(
+                        None, None, f"{lag}; gave up after {now - start:.1f} s (ConfigProto "
+                        f"{setting}). Are {replicas} replicas running this train op?")
+                _logger.warning("%s (%.0f s so far)", lag, now - start)
+                next_log = now + log_every
+            again_h = [handles[i] for i in pending]
+            _, again, step_again = self._client.sync_step(
+                [], [], [], [], [], None, tag, step_h if not gstep[0] else -1, False,
+                again_h, [outs[i] for i in pending], [needs[i] for i in pending], tag + 1,
+                self._sync_wait_secs(start + timeout,
+                                     again_h if gstep[0] else again_h + [step_h]))
+            for i, w in zip(pending, again):
+                waits[i] = w
+            if not gstep[0]:
+                gstep = step_again
+            pending = [i for i in pending if not waits[i][0]]
+        return waits, gstep
+
+    def _sync_laggard(self, replicas: int, not_ready: list[tuple[int, tuple[bool, int, int]]]
+                      ) -> tuple[str, str, int]:
+        """(variable name, ps task, gradients still missing) of the first not-ready wait."""
+        handle, (_, _, count) = not_ready[0]
+        return (self._vars_by_handle[handle].name, self._shard_names[self._shard_of[handle]],
+                replicas - count)
 
     def pull_rows(self, var: Variable, ids: Any) -> np.ndarray:
         """Rows ``ids`` of ``var`` (array [len(ids), *var.shape[1:]]), pulled from its ps task
@@ -579,7 +789,9 @@ class Session:
                 touched.extend(parts)
             for slot in sorted(by_slot, key=lambda s: (s == 0, s)):
                 hl, ol = by_slot[slot]
-                self._client.assign(hl, ol, slot)
+                # restore: a synchronous variable also starts its step afresh (step 0,
+                # nothing pending), so the workers' next gradients are not judged stale.
+                self._client.assign(hl, ol, slot, restore=True)
             self._invalidate(touched)
 
     def _psrt_worker_done(self) -> None:
@@ -609,6 +821,18 @@ class Session:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+class _SyncState:
+    """A synchronous train op's progress in one session: ``tag`` is the step its gradients
+    are computed at (TF's ``sync_rep_local_step``), ``pushes`` how many it pushed at it."""
+
+    __slots__ = ("op", "pushes", "tag")
+
+    def __init__(self, op: TrainOp, tag: int) -> None:
+        self.op = op
+        self.tag = tag
+        self.pushes = 0
 
 
 def _is_int_scalar(v: Any) -> bool:

@@ -243,6 +243,9 @@ class Variable(_VariableBase):
             self._shape = tuple(self._initial_value.shape)
         self._trainable = bool(trainable)
         self._optimizer: Any = None
+        # (replicas_to_aggregate, total_num_replicas) when a SyncReplicasOptimizer trains
+        # this variable or steps it as its global step; sent when the session registers it.
+        self._sync: tuple[int, int] | None = None
         self._partition: tuple[Any, int] | None = None
         self.device = _device.get_device_for(_device.OpDef(
             name=self._name, type="VariableV2", shape=self._shape, dtype=self._dtype))

@@ -45,6 +45,7 @@ from psrt.optimizers import (
     GradientDescentOptimizer,
     MomentumOptimizer,
     Optimizer,
+    SyncReplicasOptimizer,
 )
 from psrt.placement import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
 from psrt.server import Server
