@@ -6,9 +6,20 @@ process per task, ps tasks serve the variables, workers train asynchronously wit
 and a global step, and the chief (worker 0) initializes and prints the test accuracy. The
 model is numpy: a function returning the loss and its gradients replaces the graph.
 
+``--sync_replicas`` trains synchronously instead, as ``mnist_replica.py --sync_replicas``:
+the optimizer is wrapped in ``SyncReplicasOptimizer``, each global step applies the mean
+of the gradients of ``--replicas_to_aggregate`` workers (default: all of them), and a
+gradient computed from an older step is dropped. With fewer replicas to aggregate than
+workers the others are backup workers: a slow or dead one no longer holds the job back. A
+step that cannot complete (a worker died and no backup is left) fails after
+``psrt.ConfigProto(sync_timeout_secs=...)`` (``--sync_timeout_secs``, default 300) with
+DeadlineExceededError instead of hanging.
+
 Start a whole local cluster in one command (2 ps + 2 workers on free ports)::
 
     psrt-launch --ps 2 --workers 2 examples/mnist_dist.py
+    psrt-launch --ps 2 --workers 3 examples/mnist_dist.py --sync_replicas \\
+        --replicas_to_aggregate 2
 
 or one process per task, as in TF1 (each line on its own machine or terminal)::
 
@@ -67,7 +78,16 @@ def parse_args(argv=None):
     parser.add_argument("--checkpoint_dir", default=None,
                         help="Directory for checkpoints (default: none are written)")
     parser.add_argument("--sync_replicas", action="store_true",
-                        help="Aggregate the gradients of all workers before each update")
+                        help="Use the sync_replicas (synchronized replicas) mode, wherein "
+                             "the parameter updates from workers are aggregated before "
+                             "applied to avoid stale gradients")
+    parser.add_argument("--replicas_to_aggregate", type=int, default=None,
+                        help="Number of replicas to aggregate before parameter update is "
+                             "applied (sync_replicas mode only; default: num_workers)")
+    parser.add_argument("--sync_timeout_secs", type=float, default=300.0,
+                        help="sync_replicas mode: seconds a worker waits for the other "
+                             "replicas' gradients of a step before it fails with "
+                             "DeadlineExceededError")
     parser.add_argument("--seed", type=int, default=0,
                         help="Seed of the batch order (worker i uses seed + i) and of the "
                              "hidden layer's initial weights")
@@ -77,6 +97,10 @@ def parse_args(argv=None):
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.hidden_units < 0:
         parser.error(f"--hidden_units must be >= 0, got {args.hidden_units}")
+    if args.replicas_to_aggregate is not None and args.replicas_to_aggregate < 1:
+        parser.error(f"--replicas_to_aggregate must be >= 1, got {args.replicas_to_aggregate}")
+    if args.sync_timeout_secs <= 0:
+        parser.error(f"--sync_timeout_secs must be > 0, got {args.sync_timeout_secs}")
     if args.job_name is None:
         role = psrt.train.task_role_from_tf_config()
         if not role.cluster:
@@ -212,14 +236,24 @@ def main(argv=None):
         variables, loss_fn = build_model(args.hidden_units, seed=args.seed)
 
         opt = psrt.train.AdagradOptimizer(args.learning_rate)
-        hooks = [psrt.train.StopAtStepHook(last_step=args.train_steps)]
         if args.sync_replicas:
-            if not hasattr(psrt.train, "SyncReplicasOptimizer"):
-                raise SystemExit("--sync_replicas: this psrt has no SyncReplicasOptimizer yet")
+            if args.replicas_to_aggregate is None:
+                replicas_to_aggregate = num_workers
+            else:
+                replicas_to_aggregate = args.replicas_to_aggregate
             opt = psrt.train.SyncReplicasOptimizer(
-                opt, replicas_to_aggregate=num_workers, total_num_replicas=num_workers)
-            hooks.append(opt.make_session_run_hook(is_chief))
+                opt, replicas_to_aggregate=replicas_to_aggregate,
+                total_num_replicas=num_workers, name="mnist_sync_replicas")
+            logger.info("Worker %d: SyncReplicasOptimizer: each step averages the gradients "
+                        "of %d of the %d workers", args.task_index, replicas_to_aggregate,
+                        num_workers)
         train_op = opt.minimize(loss_fn, global_step=global_step, var_list=variables)
+
+    # The StopAtStepHook handles stopping after running given steps; in sync mode the
+    # SyncReplicasOptimizer's hook comes first, as in TF's mnist_replica.py.
+    hooks = [psrt.train.StopAtStepHook(last_step=args.train_steps)]
+    if args.sync_replicas:
+        hooks.insert(0, opt.make_session_run_hook(is_chief))
 
     # The chief fetches the trained weights when its session ends.
     final_weights = psrt.train.FinalOpsHook(variables)
@@ -231,31 +265,35 @@ def main(argv=None):
 
     # The MonitoredTrainingSession takes care of session initialization, restoring from a
     # checkpoint, saving to a checkpoint, and closing when done or an error occurs.
+    # sync_timeout_secs bounds a synchronous step's wait for the other replicas.
+    config = psrt.ConfigProto(sync_timeout_secs=args.sync_timeout_secs)
     with psrt.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                              checkpoint_dir=args.checkpoint_dir,
-                                             hooks=hooks,
+                                             hooks=hooks, config=config,
                                              chief_only_hooks=[final_weights]) as mon_sess:
         logger.info("Worker %d: Session initialization complete.", args.task_index)
         time_begin = time.time()
         local_step = 0
         step = first_step = last_log_step = None
-        last_log_time = time_begin
+        last_log_time = time_end = time_begin
         while not mon_sess.should_stop():
-            # Run a training step asynchronously.
+            # Run a training step (asynchronously, or in sync with the other replicas).
             batch_xs, batch_ys = mnist.train.next_batch(args.batch_size)
             train_feed = {"images": batch_xs, "labels": batch_ys}
             loss_value, step = mon_sess.run([train_op, global_step], feed_dict=train_feed)
             local_step += 1
+            # (In sync mode an OutOfRangeError, raised when the other workers finished,
+            # ends the with block normally: the time is taken after each step.)
+            time_end = time.time()
             if first_step is None:  # Time from the end of the first step: no start-up.
                 first_step = last_log_step = step
-                time_begin = last_log_time = time.time()
+                time_begin = last_log_time = time_end
             if local_step % 100 == 0:
                 now = time.time()
                 logger.info("Worker %d: training step %d done (global step: %d), loss = %.4f, "
                             "%.1f global steps/sec", args.task_index, local_step, step,
                             loss_value, (step - last_log_step) / max(now - last_log_time, 1e-9))
                 last_log_step, last_log_time = step, now
-        time_end = time.time()
 
     training_time = time_end - time_begin
     global_steps = (step - first_step) if first_step is not None else 0

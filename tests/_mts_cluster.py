@@ -9,6 +9,9 @@ run as the child processes::
     python tests/_mts_cluster.py sv_worker CONFIG_JSON  # the classic Supervisor loop
     python tests/_mts_cluster.py saver CONFIG_JSON      # Session + Saver of a big model
 
+(``Tasks.start``/``Tasks.worker`` take ``script=`` to run another file's roles the same
+way, e.g. tests/_sync_task.py's ``sync_worker``.)
+
 A child reports on stdout, one line per event: ``EVENT {"kind": ..., "t": ..., ...}``
 where ``t`` is ``time.time()`` when it happened (one clock for every process of the
 machine, so the test compares times across processes). A reader thread per child collects
@@ -70,7 +73,7 @@ class Task:
     """
 
     def __init__(self, name: str, role: str, config: dict[str, Any], log_dir: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, script: str | None = None) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.stderr_path = os.path.join(log_dir, f"{name}-{time.monotonic_ns()}.stderr")
@@ -78,7 +81,7 @@ class Task:
         self._eof = False
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), role, json.dumps(config)],
+                [sys.executable, script or os.path.abspath(__file__), role, json.dumps(config)],
                 stdout=subprocess.PIPE, stderr=err, env=_child_env(env))
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"events-{name}")
@@ -182,8 +185,9 @@ class Tasks:
         self.started: list[Task] = []
 
     def start(self, name: str, role: str, config: dict[str, Any],
-              env: dict[str, str] | None = None) -> Task:
-        task = Task(name, role, config, self.log_dir, env)
+              env: dict[str, str] | None = None, script: str | None = None) -> Task:
+        """Starts ``script role CONFIG_JSON`` (default script: this file)."""
+        task = Task(name, role, config, self.log_dir, env, script)
         self.started.append(task)
         return task
 
@@ -210,11 +214,11 @@ class Tasks:
                           env)
 
     def worker(self, name: str, ps: list[Task], workers: int, task_index: int,
-               role: str = "worker", **config: Any) -> Task:
+               role: str = "worker", script: str | None = None, **config: Any) -> Task:
         """Starts worker ``task_index`` of the cluster of ``ps``; ``config`` as
-        :func:`worker_main` reads it."""
+        :func:`worker_main` reads it (or the ``role`` of another ``script``)."""
         cfg = {"cluster": cluster_of(ps, workers), "task_index": task_index, **config}
-        return self.start(name, role, cfg)
+        return self.start(name, role, cfg, script=script)
 
     def reap_all(self) -> None:
         for t in self.started:
