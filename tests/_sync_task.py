@@ -167,7 +167,8 @@ def sync_worker_main(cfg: dict[str, Any]) -> None:
     Config keys: cluster, task_index, is_chief (default: task 0), replicas_to_aggregate,
     total_num_replicas, optimizer ("sgd" or "adagrad"), learning_rate, last_step or
     num_steps (a StopAtStepHook), sync_timeout_secs, step_sleep (seconds after each run),
-    report_step (emit "reached" once the global step is >= it).
+    report_step (emit "reached" once the global step is >= it), checkpoint_dir (the
+    session's; the chief restores from it and saves into it).
 
     Events: started, devices, session (the global step the session started at),
     first_step, reached, log (each psrt warning), out_of_range (a run raised
@@ -216,6 +217,7 @@ def sync_worker_main(cfg: dict[str, Any]) -> None:
     step_sleep = float(cfg.get("step_sleep", 0.0))
     try:
         with psrt.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
+                                                 checkpoint_dir=cfg.get("checkpoint_dir"),
                                                  hooks=hooks, config=config,
                                                  log_step_count_steps=None) as sess:
             while not sess.should_stop():

@@ -220,6 +220,30 @@ def test_early_stop_ends_the_others_then_new_workers_continue(tasks, fresh_graph
             later_stop - early_stop, early_stop + 1, later_stop), what
 
 
+def test_whole_job_run_again_with_a_checkpoint_continues_from_the_global_step(
+        tasks, fresh_graph, tmp_path):
+    # Both runs have the same chief and checkpoint_dir: the chief saves the last step when
+    # the first run ends and restores it when the second begins (as TF's, a chief without a
+    # checkpoint would initialize the model again), then both continue in step.
+    first_stop, second_stop = 25, 50
+    ps = tasks.ps(2, workers=2)
+    common = dict(replicas_to_aggregate=2, total_num_replicas=2, optimizer="adagrad",
+                  sync_timeout_secs=30.0, checkpoint_dir=str(tmp_path / "ckpt"))
+    for run, stop in ((1, first_stop), (2, second_stop)):
+        workers = [_sync_worker(tasks, f"run{run}-w{i}", ps, 2, i, last_step=stop, **common)
+                   for i in (0, 1)]
+        for w in workers:
+            w.expect_exit(0, timeout=45)
+        start = 0 if run == 1 else first_stop
+        for w in workers:
+            assert w.expect("session")["step"] == start
+            done, what = _done(w)
+            assert (done["runs"], done["first"], done["last"]) == (
+                stop - start, start + 1, stop), what
+        _assert_matches_reference(_read_state(ps, 2, 2, 2, "adagrad"), stop, "adagrad")
+    assert psrt.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith(f"-{second_stop}")
+
+
 # ---- examples/mnist_dist.py --sync_replicas -------------------------------------------------
 
 def _launch_env() -> dict[str, str]:
