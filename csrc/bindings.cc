@@ -330,6 +330,19 @@ class PyClient {
     return c;
   }
 
+  // A PUSH of a dense gradient (checked against the variable), with `lr` when given.
+  Call DensePush(const RemoteVar& v, const py::array& grad, std::optional<double> lr) const {
+    CheckArray(grad, "gradient", v.spec.name, v.spec.dtype, v.spec.shape, false);
+    Call c = MakeCall(Op::kPush, v);
+    c.send[0] = grad.data();
+    c.send_len[0] = v.nbytes;
+    if (lr) {
+      c.flags |= kFlagHasLr;
+      c.arg0 = *lr;
+    }
+    return c;
+  }
+
   Status RunLocked(std::vector<Call>* calls) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> l(mu_);
@@ -368,14 +381,7 @@ class PyClient {
     calls.reserve(handles.size() + 1);
     for (size_t i = 0; i < handles.size(); ++i) {
       const RemoteVar& v = Var(handles[i]);
-      CheckArray(grads[i], "gradient", v.spec.name, v.spec.dtype, v.spec.shape, false);
-      Call c = MakeCall(Op::kPush, v);
-      c.send[0] = grads[i].data();
-      c.send_len[0] = v.nbytes;
-      if (lr) {
-        c.flags |= kFlagHasLr;
-        c.arg0 = *lr;
-      }
+      Call c = DensePush(v, grads[i], lr);
       if (return_values) {
         CheckArray((*return_values)[i], "return value", v.spec.name, v.spec.dtype, v.spec.shape,
                    true);
@@ -427,11 +433,7 @@ class PyClient {
       }
     };
     for (size_t i = 0; i < push_handles.size(); ++i) {
-      const RemoteVar& v = Var(push_handles[i]);
-      CheckArray(grads[i], "gradient", v.spec.name, v.spec.dtype, v.spec.shape, false);
-      Call c = MakeCall(Op::kPush, v);
-      c.send[0] = grads[i].data();
-      c.send_len[0] = v.nbytes;
+      Call c = DensePush(Var(push_handles[i]), grads[i], std::nullopt);
       tagged(&c);
       calls.push_back(std::move(c));
     }

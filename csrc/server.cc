@@ -245,6 +245,17 @@ Status Server::CheckSyncOpen(const Connection* conn) const {
   return Status(Code::kOutOfRange, "synchronous training ended: " + end_reason_);
 }
 
+Status Server::WaitForStep(const Connection* conn, Variable* var, const Header& h,
+                           SyncResult* out) {
+  // A step already reached is answered even after training ended: only a wait that cannot
+  // complete any more is ended (SyncWait checks readiness before the abort predicate).
+  Status st = store_.SyncWait(var, h.step, h.arg1,
+                              [this, conn] { return stopping_.load() || SyncEnded(conn); }, out);
+  if (st.ok() && out->aborted) st = CheckSyncOpen(conn);
+  if (st.ok() && out->aborted) st = Status(Code::kCancelled, "the ps task is stopping");
+  return st;
+}
+
 bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
                    uint8_t flags, uint32_t var_id, const void* payload, size_t len,
                    uint32_t count) {
@@ -433,12 +444,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                  var->spec.name));
       SyncResult sr;
       if (h.flags & kFlagWaitStep) {
-        // A step already reached is answered even after training ended: only a wait that
-        // cannot complete any more is ended (SyncWait checks readiness first).
-        st = store_.SyncWait(var, h.step, h.arg1,
-                             [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
-        if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
-        if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
+        st = WaitForStep(conn, var, h, &sr);
         if (!st.ok()) return Reply(conn, h, st);
         if (!sr.ready) return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
         if (h.slot == 0)
@@ -538,10 +544,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       st = store_.StepRead(var, &v);
       if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
       SyncResult sr;
-      st = store_.SyncWait(var, h.step, h.arg1,
-                           [this, conn] { return stopping_.load() || SyncEnded(conn); }, &sr);
-      if (st.ok() && sr.aborted) st = CheckSyncOpen(conn);
-      if (st.ok() && sr.aborted) st = Status(Code::kCancelled, "the ps task is stopping");
+      st = WaitForStep(conn, var, h, &sr);
       return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
                    sr.count);
     }

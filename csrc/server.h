@@ -65,6 +65,9 @@ class Server {
   // Synchronous training: OutOfRange once training ended for sessions that began before.
   Status CheckSyncOpen(const Connection* conn) const;
   bool SyncEnded(const Connection* conn) const;
+  // A WAIT_STEP request: waits for var's step >= h.step (at most h.arg1 s); OutOfRange when
+  // training ended before the step was reached, Cancelled when the server stops.
+  Status WaitForStep(const Connection* conn, Variable* var, const Header& h, SyncResult* out);
 
   ServerOptions options_;
   int listen_fd_ = -1;
