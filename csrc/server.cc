@@ -245,6 +245,15 @@ Status Server::CheckSyncOpen(const Connection* conn) const {
   return Status(Code::kOutOfRange, "synchronous training ended: " + end_reason_);
 }
 
+bool Server::TaggedAfterEnd(const Connection* conn, Variable* var, int64_t tag,
+                            SyncResult* out, Status* st) {
+  if (!SyncEnded(conn)) return false;
+  // A stale gradient is dropped as always (the step it belongs to completed, and the
+  // session's wait for that step must still be answered); a fresh one can no longer count.
+  if (!store_.SyncStale(var, tag, out)) *st = CheckSyncOpen(conn);
+  return true;
+}
+
 Status Server::WaitForStep(const Connection* conn, Variable* var, const Header& h,
                            SyncResult* out) {
   // A step already reached is answered even after training ended: only a wait that cannot
@@ -506,9 +515,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kPush: {
       const bool has_lr = (h.flags & kFlagHasLr) != 0;
       if (h.flags & kFlagStepTagged) {
-        st = CheckSyncOpen(conn);
         SyncResult sr;
-        if (st.ok()) {
+        if (TaggedAfterEnd(conn, var, h.step, &sr, &st))
+          return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
+        {
           const auto* idx = sparse ? reinterpret_cast<const int64_t*>(p) : nullptr;
           st = store_.SyncPush(var, h.step, sparse ? nullptr : p, idx, sparse ? h.count : 0,
                                sparse ? p + size_t{h.count} * 8 : nullptr, h.arg0, has_lr, &sr);
@@ -552,8 +562,9 @@ bool Server::Handle(Connection* conn, const Header& h) {
       int64_t v = 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
-        st = CheckSyncOpen(conn);
-        if (st.ok()) st = store_.SyncStepIncrement(var, h.step, &sr);
+        if (TaggedAfterEnd(conn, var, h.step, &sr, &st))
+          return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
+        st = store_.SyncStepIncrement(var, h.step, &sr);
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
       }

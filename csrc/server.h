@@ -65,6 +65,10 @@ class Server {
   // Synchronous training: OutOfRange once training ended for sessions that began before.
   Status CheckSyncOpen(const Connection* conn) const;
   bool SyncEnded(const Connection* conn) const;
+  // A tagged PUSH/STEP_INCREMENT from a session whose training ended: true when it is
+  // answered without being applied (stale: OK, not accepted; else *st is OutOfRange).
+  bool TaggedAfterEnd(const Connection* conn, Variable* var, int64_t tag, SyncResult* out,
+                      Status* st);
   // A WAIT_STEP request: waits for var's step >= h.step (at most h.arg1 s); OutOfRange when
   // training ended before the step was reached, Cancelled when the server stops.
   Status WaitForStep(const Connection* conn, Variable* var, const Header& h, SyncResult* out);

@@ -496,6 +496,17 @@ Status VariableStore::SyncWait(Variable* var, int64_t need, double wait_s,
   }
 }
 
+bool VariableStore::SyncStale(Variable* var, int64_t tag, SyncResult* out) {
+  std::lock_guard<std::mutex> l(var->sync.mu);
+  out->step = var->is_step_counter()
+                  ? __atomic_load_n(reinterpret_cast<const int64_t*>(var->value.data()),
+                                    __ATOMIC_SEQ_CST)
+                  : var->sync.step;
+  out->count = var->sync.count;
+  out->accepted = false;
+  return tag < out->step;
+}
+
 void VariableStore::SyncReset(Variable* var) {
   std::lock_guard<std::mutex> l(var->sync.mu);
   var->sync.DropPending();

@@ -136,6 +136,9 @@ class VariableStore {
   // until abort() is true (polled at least every 50 ms).
   Status SyncWait(Variable* var, int64_t need, double wait_s, const std::function<bool()>& abort,
                   SyncResult* out);
+  // True when a gradient tagged `tag` would be dropped as stale (tag below the variable's
+  // step, or the global step's value); fills out's step and count either way.
+  bool SyncStale(Variable* var, int64_t tag, SyncResult* out);
   // Initialization or restore: step 0, nothing pending (the next push adopts its tag).
   void SyncReset(Variable* var);
   // Drops every pending gradient of every sync variable and wakes their waiters.

@@ -276,5 +276,11 @@ def test_wait_for_a_step_already_reached_is_answered_after_training_ended(ps):
     _, waits, step = b.step(0, None, need=1, wait=1.0, out=out)
     assert waits == [(True, 1, 0)] and step == (True, 1, 0)
     np.testing.assert_allclose(out, [-1, -1, -1])
+    # A backup worker's late gradient for the completed step is dropped as stale, as before
+    # the end, and its wait answered: its run returns normally.
+    acc, waits, step = b.step(0, [9, 9, 9], need=1, wait=1.0)
+    assert acc == [False] and waits == [(True, 1, 0)] and step == (True, 1, 0)
+    with pytest.raises(errors.OutOfRangeError):  # a fresh gradient can no longer count
+        b.step(1, [1, 1, 1])
     with pytest.raises(errors.OutOfRangeError):  # step 2 can no longer complete
         b.step(1, None, need=2, wait=1.0)
