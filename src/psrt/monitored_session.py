@@ -99,17 +99,26 @@ class SessionManager:
     ``tf.train.SessionManager``.
 
     Args:
+        local_init_op: Op run in every new session once ``ready_for_local_init_op`` reports
+            nothing (chief: after initializing or restoring; others: before the model is
+            checked ready), as TF. None: nothing to run.
         ready_op: Op listing uninitialized variables (default: all global variables').
+        ready_for_local_init_op: Op listing the variables ``local_init_op`` needs that are
+            not initialized yet (None: it needs nothing).
         recovery_wait_secs: TF's poll interval while waiting for a checkpoint (seconds).
+        local_init_feed_dict: ``feed_dict`` of the ``local_init_op`` run.
     """
 
     def __init__(self, local_init_op: Any = None, ready_op: Any = None,
                  ready_for_local_init_op: Any = None, graph: Any = None,
                  recovery_wait_secs: float = 30, local_init_run_options: Any = None,
                  local_init_feed_dict: Any = None) -> None:
+        self._local_init_op = local_init_op
         self._ready_op = ready_op
+        self._ready_for_local_init_op = ready_for_local_init_op
         self._graph = graph
         self._recovery_wait_secs = recovery_wait_secs
+        self._local_init_feed_dict = local_init_feed_dict
 
     def _ready_op_or_default(self) -> Any:
         return self._ready_op or _variables.report_uninitialized_variables()
@@ -166,6 +175,11 @@ class SessionManager:
                     sess.run(init_op, feed_dict=init_feed_dict)
                 if init_fn:
                     init_fn(sess)
+            not_ready = self._try_run_local_init_op(sess)
+            if not_ready:
+                raise RuntimeError(f"Init operations did not make model ready for local_init. "
+                                   f"Init op: {getattr(init_op, 'name', init_op)}, init fn: "
+                                   f"{init_fn}, error: {not_ready}")
             missing = self._uninitialized(sess)
             if missing:
                 raise RuntimeError(f"Init operations did not make model ready.  Init op: "
@@ -176,9 +190,22 @@ class SessionManager:
             raise
         return sess
 
-    def _uninitialized(self, sess: Session) -> list[str]:
-        names = sess.run(self._ready_op_or_default())
+    def _uninitialized(self, sess: Session, op: Any = None) -> list[str]:
+        names = sess.run(op if op is not None else self._ready_op_or_default())
         return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+
+    def _try_run_local_init_op(self, sess: Session) -> str | None:
+        """Runs ``local_init_op`` if ``ready_for_local_init_op`` reports nothing, as TF's
+        ``_try_run_local_init_op``; returns None when done (or nothing to run), else why
+        not."""
+        if self._local_init_op is None:
+            return None
+        if self._ready_for_local_init_op is not None:
+            missing = self._uninitialized(sess, self._ready_for_local_init_op)
+            if missing:
+                return f"Variables not initialized: {', '.join(missing)}"
+        sess.run(self._local_init_op, feed_dict=self._local_init_feed_dict)
+        return None
 
     def wait_for_session(self, master: str, config: Any = None,
                          max_wait_secs: float = float("inf")) -> Session:
@@ -198,18 +225,24 @@ class SessionManager:
         sess = Session(master, graph=self._graph, config=config)
         next_log = start
         try:
+            local_init_done = False
             while True:
+                # As TF: local_init_op runs (once) when ready_for_local_init_op is, then the
+                # model must be ready.
+                not_ready_local = None if local_init_done else self._try_run_local_init_op(sess)
+                local_init_done = not_ready_local is None
                 missing = self._uninitialized(sess)
-                if not missing:
+                if local_init_done and not missing:
                     return sess
                 now = time.monotonic()
                 if now >= deadline:
                     raise errors.DeadlineExceededError(
                         None, None, f"Session was not ready after waiting {max_wait_secs} "
-                        f"secs; variables never initialized: {', '.join(missing)}")
+                        f"secs; variables never initialized: "
+                        f"{', '.join(missing) or not_ready_local}")
                 if now >= next_log:
                     _logger.info("Waiting for model to be ready. Ready_for_local_init_op: "
-                                 "None, ready: Variables not initialized: %s",
+                                 "%s, ready: Variables not initialized: %s", not_ready_local,
                                  ", ".join(missing))
                     next_log = now + 10.0
                 time.sleep(min(_READY_POLL_SECS, max(0.0, deadline - now)))
@@ -598,8 +631,14 @@ class Supervisor:
     Args:
         graph: Accepted (psrt uses the default graph).
         ready_op: Default ``report_uninitialized_variables()``.
+        ready_for_local_init_op: What ``local_init_op`` waits for; default
+            ``report_uninitialized_variables(global_variables())``, as TF.
         is_chief: Whether this task initializes and saves.
         init_op: Default ``global_variables_initializer()``.
+        local_init_op: Run in each new session once ``ready_for_local_init_op`` reports
+            nothing, as TF (e.g. a SyncReplicasOptimizer's ``local_step_init_op`` or
+            ``chief_init_op``, which do nothing in psrt). Default None: psrt has no local
+            variables or tables to initialize.
         logdir: Checkpoint directory (None: no checkpoints).
         summary_op, summary_writer, save_summaries_secs: Accepted; psrt writes no summaries.
         saver: Default ``Saver(max_to_keep=5)`` of all global variables (when ``logdir``).
@@ -631,6 +670,10 @@ class Supervisor:
                          Supervisor.USE_DEFAULT else init_op)
         self._init_feed_dict = init_feed_dict
         self._init_fn = init_fn
+        self._local_init_op = None if local_init_op is Supervisor.USE_DEFAULT else local_init_op
+        self._ready_for_local_init_op = (
+            _variables.report_uninitialized_variables(_variables.global_variables())
+            if ready_for_local_init_op is Supervisor.USE_DEFAULT else ready_for_local_init_op)
         if saver is Supervisor.USE_DEFAULT:
             saver = _checkpoint.Saver(var_list=_variables.global_variables(), max_to_keep=5) \
                 if logdir else None
@@ -642,7 +685,9 @@ class Supervisor:
         if is_chief and logdir:
             # TF's chief creates logdir through its summary writer.
             os.makedirs(logdir, exist_ok=True)
-        self._session_manager = session_manager or SessionManager(ready_op=self._ready_op)
+        self._session_manager = session_manager or SessionManager(
+            ready_op=self._ready_op, local_init_op=self._local_init_op,
+            ready_for_local_init_op=self._ready_for_local_init_op)
         self._coord_stop = threading.Event()
         self._stopped = False
         self._threads: list[threading.Thread] = []
@@ -655,6 +700,7 @@ class Supervisor:
     save_path = property(lambda self: self._save_path)
     init_op = property(lambda self: self._init_op)
     ready_op = property(lambda self: self._ready_op)
+    ready_for_local_init_op = property(lambda self: self._ready_for_local_init_op)
     session_manager = property(lambda self: self._session_manager)
 
     @property
