@@ -309,6 +309,14 @@ def test_monitored_session_creators_and_singular_monitored_session(job, tmp_path
     with psrt.train.MonitoredSession(session_creator=worker_creator) as sess:
         assert sess.run([m.train_op, m.global_step])[1] == 4
 
+    # A scaffold's local_init_op runs in each new session once ready_for_local_init_op
+    # (default: every global variable initialized) reports nothing, as TF's.
+    local = psrt.train.Scaffold(local_init_op=m.b.assign(np.full(m.b.shape, 3.0, m.b.dtype)))
+    local_creator = psrt.train.WorkerSessionCreator(scaffold=local, master=job.target,
+                                                    max_wait_secs=5)
+    with psrt.train.MonitoredSession(session_creator=local_creator) as sess:
+        np.testing.assert_array_equal(sess.run(m.b), np.full(m.b.shape, 3.0))
+
     with psrt.train.SingularMonitoredSession(master=job.target, checkpoint_dir=ckpt) as sess:
         # Restored from model.ckpt-3: the ps task's step 4 is rolled back.
         assert sess.raw_session().run(m.global_step) == 3

@@ -45,8 +45,12 @@ class Scaffold:
         init_feed_dict: Unused by psrt's init ops; kept for TF's signature.
         init_fn: ``init_fn(scaffold, session)`` called after ``init_op``.
         ready_op: Op whose value lists the uninitialized variable names (empty: ready).
-        ready_for_local_init_op, local_init_op, summary_op: Accepted; psrt has no local
-            variables or summaries.
+        ready_for_local_init_op: What ``local_init_op`` needs: an op listing the variables
+            not yet initialized (default: every global variable's, as TF).
+        local_init_op: Run in every new session (chief and others) once
+            ``ready_for_local_init_op`` reports nothing, as TF (default None: psrt has no
+            local variables or tables; e.g. a SyncReplicasOptimizer's ``chief_init_op``).
+        summary_op: Accepted; psrt writes no summaries.
         saver: A Saver; default: ``Saver(max_to_keep=5)`` over all global variables.
         copy_from_scaffold: Copy unset fields from this scaffold.
     """
@@ -63,6 +67,9 @@ class Scaffold:
             init_fn = init_fn or copy_from_scaffold._user_init_fn
             ready_op = ready_op or copy_from_scaffold.ready_op
             saver = saver or copy_from_scaffold.saver
+            local_init_op = local_init_op or copy_from_scaffold.local_init_op
+            ready_for_local_init_op = (ready_for_local_init_op or
+                                       copy_from_scaffold.ready_for_local_init_op)
         self._init_op = init_op
         self._init_feed_dict = init_feed_dict
         self._user_init_fn = init_fn
@@ -79,6 +86,9 @@ class Scaffold:
             self._init_op = _variables.global_variables_initializer()
         if self._ready_op is None:
             self._ready_op = _variables.report_uninitialized_variables()
+        if self._ready_for_local_init_op is None and self._local_init_op is not None:
+            self._ready_for_local_init_op = _variables.report_uninitialized_variables(
+                _variables.global_variables())
         if self._saver is None:
             self._saver = _checkpoint.Saver(var_list=_variables.global_variables(),
                                             max_to_keep=5)
@@ -259,6 +269,11 @@ class SessionCreator:
         raise NotImplementedError
 
 
+def _session_manager(scaffold: Scaffold) -> SessionManager:
+    return SessionManager(ready_op=scaffold.ready_op, local_init_op=scaffold.local_init_op,
+                          ready_for_local_init_op=scaffold.ready_for_local_init_op)
+
+
 class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restore the latest checkpoint of ``checkpoint_dir`` or
     initialize, as TF's ``ChiefSessionCreator``."""
@@ -281,7 +296,7 @@ class ChiefSessionCreator(SessionCreator):
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
-        return SessionManager(ready_op=self._scaffold.ready_op).prepare_session(
+        return _session_manager(self._scaffold).prepare_session(
             self._master, init_op=self._scaffold.init_op, saver=self._scaffold.saver,
             checkpoint_dir=self._checkpoint_dir, config=self._config,
             init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn,
@@ -305,7 +320,7 @@ class WorkerSessionCreator(SessionCreator):
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
-        return SessionManager(ready_op=self._scaffold.ready_op).wait_for_session(
+        return _session_manager(self._scaffold).wait_for_session(
             self._master, config=self._config, max_wait_secs=self._max_wait_secs)
 
 
