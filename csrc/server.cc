@@ -25,6 +25,7 @@ struct Server::Connection {
   std::string job;
   int task = -1;
   uint64_t session = 0;             // this connection's HELLO number (synchronous training)
+  uint64_t sync_epoch = 0;          // the model epoch its sync requests saw first (0: none)
   std::unique_ptr<uint8_t[]> buf;   // payload of the frame being handled
   size_t cap = 0;
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory
@@ -245,8 +246,28 @@ Status Server::CheckSyncOpen(const Connection* conn) const {
   return Status(Code::kOutOfRange, "synchronous training ended: " + end_reason_);
 }
 
-bool Server::TaggedAfterEnd(const Connection* conn, Variable* var, int64_t tag,
-                            SyncResult* out, Status* st) {
+bool Server::ModelChanged(const Connection* conn) const {
+  return conn->sync_epoch != 0 && conn->sync_epoch != model_epoch_.load();
+}
+
+Status Server::CheckModelEpoch(Connection* conn) {
+  if (conn->sync_epoch == 0) conn->sync_epoch = model_epoch_.load();
+  if (!ModelChanged(conn)) return Status::Ok();
+  return Status(Code::kAborted,
+                "the model on /job:" + options_.job + "/task:" + std::to_string(options_.task) +
+                    " was initialized or restored (by another session) after this session "
+                    "read it; the session must read it again");
+}
+
+void Server::ModelWritten(Connection* conn) {
+  conn->sync_epoch = ++model_epoch_;
+  store_.SyncWakeAll();
+}
+
+bool Server::SyncPreamble(Connection* conn, Variable* var, int64_t tag, SyncResult* out,
+                          Status* st) {
+  *st = CheckModelEpoch(conn);
+  if (!st->ok()) return true;
   if (!SyncEnded(conn)) return false;
   // A stale gradient is dropped as always (the step it belongs to completed, and the
   // session's wait for that step must still be answered); a fresh one can no longer count.
@@ -254,12 +275,14 @@ bool Server::TaggedAfterEnd(const Connection* conn, Variable* var, int64_t tag,
   return true;
 }
 
-Status Server::WaitForStep(const Connection* conn, Variable* var, const Header& h,
-                           SyncResult* out) {
+Status Server::WaitForStep(Connection* conn, Variable* var, const Header& h, SyncResult* out) {
+  PSRT_RETURN_IF_ERROR(CheckModelEpoch(conn));
   // A step already reached is answered even after training ended: only a wait that cannot
   // complete any more is ended (SyncWait checks readiness before the abort predicate).
-  Status st = store_.SyncWait(var, h.step, h.arg1,
-                              [this, conn] { return stopping_.load() || SyncEnded(conn); }, out);
+  Status st = store_.SyncWait(
+      var, h.step, h.arg1,
+      [this, conn] { return stopping_.load() || SyncEnded(conn) || ModelChanged(conn); }, out);
+  if (st.ok() && out->aborted) st = CheckModelEpoch(conn);
   if (st.ok() && out->aborted) st = CheckSyncOpen(conn);
   if (st.ok() && out->aborted) st = Status(Code::kCancelled, "the ps task is stopping");
   return st;
@@ -444,6 +467,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       }
       if (st.ok()) st = store_.Register(spec, init, &var);
       if (!st.ok()) return Reply(conn, h, st);
+      if (init != nullptr) ModelWritten(conn);
       uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
       return Reply(conn, h, st, 0, f, var->id);
     }
@@ -516,7 +540,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       const bool has_lr = (h.flags & kFlagHasLr) != 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
-        if (TaggedAfterEnd(conn, var, h.step, &sr, &st))
+        if (SyncPreamble(conn, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         {
           const auto* idx = sparse ? reinterpret_cast<const int64_t*>(p) : nullptr;
@@ -545,7 +569,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kAssign:
       st = store_.Assign(var, h.slot, p, h.payload_len);
       // A restore (kFlagInit) starts the variable's synchronous state afresh.
-      if (st.ok() && h.slot == 0 && (h.flags & kFlagInit)) store_.SyncReset(var);
+      if (st.ok() && h.slot == 0 && (h.flags & kFlagInit)) {
+        store_.SyncReset(var);
+        ModelWritten(conn);
+      }
       return Reply(conn, h, st, 0, 0, var->id);
     case Op::kAssignAdd:
       return Reply(conn, h, store_.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
@@ -562,7 +589,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       int64_t v = 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
-        if (TaggedAfterEnd(conn, var, h.step, &sr, &st))
+        if (SyncPreamble(conn, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         st = store_.SyncStepIncrement(var, h.step, &sr);
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,

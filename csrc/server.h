@@ -65,13 +65,17 @@ class Server {
   // Synchronous training: OutOfRange once training ended for sessions that began before.
   Status CheckSyncOpen(const Connection* conn) const;
   bool SyncEnded(const Connection* conn) const;
-  // A tagged PUSH/STEP_INCREMENT from a session whose training ended: true when it is
-  // answered without being applied (stale: OK, not accepted; else *st is OutOfRange).
-  bool TaggedAfterEnd(const Connection* conn, Variable* var, int64_t tag, SyncResult* out,
-                      Status* st);
-  // A WAIT_STEP request: waits for var's step >= h.step (at most h.arg1 s); OutOfRange when
-  // training ended before the step was reached, Cancelled when the server stops.
-  Status WaitForStep(const Connection* conn, Variable* var, const Header& h, SyncResult* out);
+  // Before a tagged PUSH/STEP_INCREMENT: true when it is answered without being applied:
+  // *st is Aborted when the model was initialized or restored by another connection since
+  // this one's first synchronous request; after training ended, a stale gradient is OK (not
+  // accepted) and a fresh one OutOfRange.
+  bool SyncPreamble(Connection* conn, Variable* var, int64_t tag, SyncResult* out, Status* st);
+  // The model epoch: bumped by every initialization and restore. A connection adopts it at its
+  // first synchronous request; Aborted when it changed since (the session must re-read).
+  Status CheckModelEpoch(Connection* conn);
+  bool ModelChanged(const Connection* conn) const;
+  void ModelWritten(Connection* conn);  // an init or restore on conn: bump, conn keeps up
+  Status WaitForStep(Connection* conn, Variable* var, const Header& h, SyncResult* out);
 
   ServerOptions options_;
   int listen_fd_ = -1;
@@ -92,6 +96,7 @@ class Server {
   std::set<std::pair<std::string, int>> finished_;
   uint64_t sessions_ = 0;                       // guarded by mu_: HELLOs so far
   std::atomic<uint64_t> end_session_{0};
+  std::atomic<uint64_t> model_epoch_{1};
   std::string end_reason_;                      // guarded by mu_
   std::mutex stop_mu_;              // serializes Stop()
 };

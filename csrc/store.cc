@@ -514,6 +514,14 @@ void VariableStore::SyncReset(Variable* var) {
   var->sync.cv.notify_all();
 }
 
+void VariableStore::SyncWakeAll() {
+  for (Variable* v : All()) {
+    if (!v->is_sync()) continue;
+    std::lock_guard<std::mutex> l(v->sync.mu);
+    v->sync.cv.notify_all();
+  }
+}
+
 void VariableStore::SyncDropAllPending() {
   for (Variable* v : All()) {
     if (!v->is_sync()) continue;

@@ -141,6 +141,8 @@ class VariableStore {
   bool SyncStale(Variable* var, int64_t tag, SyncResult* out);
   // Initialization or restore: step 0, nothing pending (the next push adopts its tag).
   void SyncReset(Variable* var);
+  // Wakes every waiter of every sync variable (they re-check their abort predicate).
+  void SyncWakeAll();
   // Drops every pending gradient of every sync variable and wakes their waiters.
   void SyncDropAllPending();
   // False when `finished` workers leave fewer than replicas_to_aggregate of some sync

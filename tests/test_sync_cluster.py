@@ -148,6 +148,39 @@ def test_backup_worker_killed_chief_survivors_reach_stop_step(tasks, fresh_graph
     assert int(_read_state(ps, 3, 2, 3, "adagrad")["global_step"]) == n
 
 
+# ---- the chief killed and started again: the survivor re-reads the model ------------------
+
+@pytest.mark.slow
+def test_chief_restarted_mid_run_the_survivor_re_reads_and_both_finish(tasks, fresh_graph,
+                                                                       tmp_path):
+    # The restarted chief restores the last checkpoint (the one saved at step 0) while the
+    # survivor waits for the chief's gradient of a later step: that wait ends with
+    # AbortedError at once (not at the sync timeout), the survivor's monitored session is
+    # re-created at the restored step, and both train on to the stop step. (The run that was
+    # aborted is retried with the batch it was fed, chosen from the old step, so the values
+    # are not compared with the reference.)
+    n = 80
+    ps = tasks.ps(2, workers=2)
+    common = dict(replicas_to_aggregate=2, total_num_replicas=2, optimizer="adagrad",
+                  last_step=n, sync_timeout_secs=60.0, checkpoint_dir=str(tmp_path / "ckpt"))
+    chief = _sync_worker(tasks, "chief", ps, 2, 0, report_step=30, step_sleep=0.01, **common)
+    survivor = _sync_worker(tasks, "survivor", ps, 2, 1, **common)
+    assert chief.expect("reached", timeout=30)["step"] < n
+    chief.kill9()
+    killed_at = time.time()
+    again = _sync_worker(tasks, "chief-again", ps, 2, 0, **common)
+    for w in (again, survivor):
+        w.expect_exit(0, timeout=30)
+        assert w.event("error") is None
+    assert time.time() - killed_at < 30.0  # far below the 60 s sync timeout
+    assert again.expect("session")["step"] == 0  # restored from model.ckpt-0
+    sessions = [e["step"] for e in survivor.all("session")]
+    assert sessions == [0, 0], sessions  # first session, then the re-created one
+    done, what = _done(survivor)
+    assert done["last"] == n, what
+    assert int(_read_state(ps, 2, 2, 2, "adagrad")["global_step"]) == n
+
+
 # ---- 2 workers, R = 2, one killed: DeadlineExceededError, not a hang ------------------------
 
 @pytest.mark.slow
@@ -230,8 +263,16 @@ def test_whole_job_run_again_with_a_checkpoint_continues_from_the_global_step(
     common = dict(replicas_to_aggregate=2, total_num_replicas=2, optimizer="adagrad",
                   sync_timeout_secs=30.0, checkpoint_dir=str(tmp_path / "ckpt"))
     for run, stop in ((1, first_stop), (2, second_stop)):
-        workers = [_sync_worker(tasks, f"run{run}-w{i}", ps, 2, i, last_step=stop, **common)
-                   for i in (0, 1)]
+        # In the second run the chief starts a second late: the other worker's first
+        # gradient meets the ps tasks before the chief's restore, which aborts that worker's
+        # session (it read the model before the restore); its re-created session goes on.
+        late = run == 2
+        other = _sync_worker(tasks, f"run{run}-w1", ps, 2, 1, last_step=stop, **common)
+        if late:
+            other.expect("session", timeout=30)
+            time.sleep(1.0)
+        chief = _sync_worker(tasks, f"run{run}-w0", ps, 2, 0, last_step=stop, **common)
+        workers = [chief, other]
         for w in workers:
             w.expect_exit(0, timeout=45)
         start = 0 if run == 1 else first_stop
@@ -241,6 +282,8 @@ def test_whole_job_run_again_with_a_checkpoint_continues_from_the_global_step(
             assert (done["runs"], done["first"], done["last"]) == (
                 stop - start, start + 1, stop), what
         _assert_matches_reference(_read_state(ps, 2, 2, 2, "adagrad"), stop, "adagrad")
+        if late:  # the restore aborted the session that had read the model before it
+            assert [e["step"] for e in other.all("session")] == [first_stop] * 2
     assert psrt.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith(f"-{second_stop}")
 
 

@@ -192,11 +192,40 @@ def test_restore_resets_the_synchronous_state(ps):
     a.step(3, [5, 5, 5])  # pending at step 3
     a.c.assign([a.w], [np.ones(3, np.float32)], 0, restore=True)
     a.c.assign([a.gs], [np.array(1, np.int64)], 0, restore=True)
+    # b's session read the model before the restore: its next request is aborted (the
+    # monitored session then re-creates it), and nothing of it is applied.
+    with pytest.raises(errors.AbortedError, match="initialized or restored"):
+        b.step(3, [100, 100, 100])
+    b = Worker(ps, 1)
     # Restored to step 1: both workers go on from tag 1; the pending 5s are gone.
     a.step(1, [2, 2, 2])
     _, waits, step = b.step(1, [2, 2, 2], need=2, wait=1.0)
     assert waits == [(True, 2, 0)] and step == (True, 2, 0)
     np.testing.assert_allclose(a.value(), [0, 0, 0])  # 1 - 0.5 * mean(2, 2)
+
+
+def test_waiting_worker_is_aborted_when_another_session_restores(ps):
+    # A chief restarted mid-run initializes (or restores) the model while the survivor waits
+    # for it: the survivor's wait ends with AbortedError at once, not at its timeout.
+    a, b = Worker(ps, 0, init=True), Worker(ps, 1)
+    a.step(0, [1, 1, 1])
+    b.step(0, [1, 1, 1], need=1, wait=1.0)
+    t, box = in_thread(lambda: b.step(1, [1, 1, 1], need=2, wait=10.0))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    Worker(ps, 0, init=True)  # the new chief's session initializes again
+    t.join(5)
+    assert time.monotonic() - t0 < 2.0
+    assert isinstance(box.get("error"), errors.AbortedError), box
+
+
+def test_first_sync_request_after_initialization_is_not_aborted(ps):
+    # Workers that connect before the chief initializes (they wait for the model to be
+    # ready) adopt the model as it is at their first synchronous request.
+    b = Worker(ps, 1)
+    a = Worker(ps, 0, init=True)
+    a.step(0, [1, 1, 1])
+    assert b.step(0, [3, 3, 3], need=1, wait=1.0)[1] == [(True, 1, 0)]
 
 
 def test_finished_worker_ends_the_steps_that_cannot_complete(ps):
