@@ -306,6 +306,8 @@ void SyncState::DropPending() {
   row_pos.clear();
   row_ids.clear();
   rows.clear();
+  row_count.clear();
+  row_last.clear();
 }
 
 namespace {
@@ -393,6 +395,7 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
     }
   } else {
     const auto* src = static_cast<const uint8_t*>(rows);
+    const uint32_t this_grad = st.count + 1;
     try {
       for (size_t j = 0; j < n; ++j) {
         auto it = st.row_pos.find(indices[j]);
@@ -400,8 +403,15 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
           st.row_pos.emplace(indices[j], st.row_ids.size());
           st.row_ids.push_back(indices[j]);
           st.rows.insert(st.rows.end(), src + j * row_bytes, src + (j + 1) * row_bytes);
+          st.row_count.push_back(1);
+          st.row_last.push_back(this_grad);
         } else {
-          Add(dtype, st.rows.data() + it->second * row_bytes, src + j * row_bytes, width);
+          const size_t pos = it->second;
+          Add(dtype, st.rows.data() + pos * row_bytes, src + j * row_bytes, width);
+          if (st.row_last[pos] != this_grad) {  // a row repeated in one gradient counts once
+            st.row_last[pos] = this_grad;
+            ++st.row_count[pos];
+          }
         }
       }
     } catch (const std::bad_alloc&) {
@@ -415,7 +425,8 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
   out->accepted = true;
   Status applied;
   if (st.count >= var->spec.replicas_to_aggregate) {
-    // The mean of the collected gradients, as TF's ConditionalAccumulator.take_grad.
+    // The mean of the collected gradients, as TF's ConditionalAccumulator.take_grad (dense
+    // gradients; a row-sparse one in the same step is added in as zeros elsewhere).
     const double k = st.count;
     if (st.has_dense) {
       for (size_t j = 0; j < st.row_ids.size(); ++j)
@@ -424,7 +435,10 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
       Divide(dtype, st.dense.data(), var->num_elements, k);
       applied = ApplyDense(var, st.dense.data(), lr, has_lr);
     } else {
-      Divide(dtype, st.rows.data(), st.row_ids.size() * width, k);
+      // Row by row, as TF's SparseConditionalAccumulator ("average element-wise"): each row
+      // is divided by the number of gradients that held it.
+      for (size_t j = 0; j < st.row_ids.size(); ++j)
+        Divide(dtype, st.rows.data() + j * row_bytes, width, st.row_count[j]);
       applied = ApplySparse(var, st.row_ids.data(), st.row_ids.size(), st.rows.data(), lr,
                             has_lr);
     }

@@ -58,6 +58,8 @@ struct SyncState {
   std::unordered_map<int64_t, size_t> row_pos;  // row index -> its position in row_ids/rows
   std::vector<int64_t> row_ids;   // rows of this step's row-sparse gradients, first-seen order
   std::vector<uint8_t> rows;      // their summed values, row after row
+  std::vector<uint32_t> row_count;  // how many of the gradients held each row
+  std::vector<uint32_t> row_last;   // the gradient (1-based) that last counted each row
 
   void DropPending();             // requires mu
 };

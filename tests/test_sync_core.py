@@ -124,18 +124,20 @@ def test_lagging_variable_adopts_a_newer_tag_and_drops_its_pending_gradient(ps):
     np.testing.assert_allclose(a.value(), [-1, -1, -1])  # mean(1, 3) * 0.5; the 8s dropped
 
 
-def test_row_sparse_gradients_are_summed_per_row_and_averaged(ps):
+def test_row_sparse_gradients_are_averaged_per_row_over_the_gradients_holding_it(ps):
+    # As TF's SparseConditionalAccumulator: a row is summed over the gradients that hold it
+    # and divided by their number (a row repeated within one gradient is summed, counted once).
     a, b = Worker(ps, 0, init=True), Worker(ps, 1)
     ga = np.array([[1, 1], [2, 2], [3, 3]], np.float32)
     a.c.sync_step([], [], [a.e], [np.array([0, 2, 0], np.int64)], [ga], 1.0, 0, -1, False,
                   [], [], [], 0, 0.0)
     out = np.empty((4, 2), np.float32)
-    _, waits, _ = b.c.sync_step([], [], [b.e], [np.array([1], np.int64)],
-                                [np.array([[6, 6]], np.float32)], 1.0, 0, -1, False, [b.e],
-                                [out], [1], 0, 1.0)
+    _, waits, _ = b.c.sync_step([], [], [b.e], [np.array([1, 2], np.int64)],
+                                [np.array([[6, 6], [8, 8]], np.float32)], 1.0, 0, -1, False,
+                                [b.e], [out], [1], 0, 1.0)
     assert waits == [(True, 1, 0)]
-    # row 0: (1 + 3) / 2, row 1: 6 / 2, row 2: 2 / 2, row 3 untouched; lr 1.0 from the push
-    np.testing.assert_allclose(out, [[-2, -2], [-3, -3], [-1, -1], [0, 0]])
+    # row 0: a only, 1 + 3; row 1: b only, 6; row 2: (2 + 8) / 2; row 3 untouched; lr 1.0
+    np.testing.assert_allclose(out, [[-4, -4], [-6, -6], [-5, -5], [0, 0]])
 
 
 def test_bad_index_is_refused_before_anything_is_summed(ps):

@@ -265,7 +265,9 @@ def test_given_gradients_and_feeds():
 
 def test_row_sparse_gradients_are_averaged():
     """IndexedSlices of two runs (R 2, total 1) are summed row by row, duplicates included,
-    then divided by 2; a step mixing a dense and a sparse gradient averages both."""
+    and each row divided by the number of gradients that held it (TF's
+    SparseConditionalAccumulator); a step mixing a dense and a sparse gradient averages
+    both over the 2 gradients."""
     gs = psrt.train.get_or_create_global_step()
     emb0 = np.arange(12, dtype=np.float32).reshape(6, 2)
     emb = psrt.Variable(emb0, name="emb")
@@ -283,10 +285,10 @@ def test_row_sparse_gradients_are_averaged():
         sess.run(train_op)
         sess.run(train_op)
         mean = np.zeros((6, 2), np.float32)
-        mean[0] = 1
-        mean[2] = (np.float32(2) + np.float32(4)) + np.float32(8)
-        mean[5] = 16
-        ref = emb0 - (mean / np.float32(2)) * LR32
+        mean[0] = 1                                                        # 1 gradient
+        mean[2] = ((np.float32(2) + np.float32(4)) + np.float32(8)) / np.float32(2)  # both
+        mean[5] = 16                                                       # 1 gradient
+        ref = emb0 - mean * LR32
         np.testing.assert_array_equal(sess.run(emb), ref)
         sess.run(train_op)
         sess.run(train_op)

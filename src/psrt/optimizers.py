@@ -402,7 +402,9 @@ class SyncReplicasOptimizer(Optimizer):
     """Synchronous data-parallel training, as ``tf.train.SyncReplicasOptimizer``.
 
     Wraps ``opt``. At each step the gradients of ``replicas_to_aggregate`` (R) replicas are
-    averaged per variable (the mean, not the sum, as TF's ``ConditionalAccumulator``) and
+    averaged per variable (the mean, not the sum, as TF's ``ConditionalAccumulator``; for
+    :class:`IndexedSlices`, each row over the gradients that hold it, as TF's
+    ``SparseConditionalAccumulator``) and
     applied once with ``opt``'s update, and the global step advances by one. A gradient
     computed at an older step than the variable's current one is stale and dropped. With
     ``total_num_replicas`` > R the extra workers are backups: each step takes the first R
