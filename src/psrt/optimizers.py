@@ -404,9 +404,9 @@ class SyncReplicasOptimizer(Optimizer):
     Wraps ``opt``. At each step the gradients of ``replicas_to_aggregate`` (R) replicas are
     averaged per variable (the mean, not the sum, as TF's ``ConditionalAccumulator``; for
     :class:`IndexedSlices`, each row over the gradients that hold it, as TF's
-    ``SparseConditionalAccumulator``) and
-    applied once with ``opt``'s update, and the global step advances by one. A gradient
-    computed at an older step than the variable's current one is stale and dropped. With
+    ``SparseConditionalAccumulator``) and applied once with ``opt``'s update, and the
+    global step advances by one. A gradient computed at an older step than the variable's
+    current one is stale and dropped. With
     ``total_num_replicas`` > R the extra workers are backups: each step takes the first R
     fresh gradients and later ones are dropped as stale. With ``total_num_replicas`` < R each
     worker computes ``ceil(R / total_num_replicas)`` gradients (one per run of the train op,
