@@ -526,3 +526,38 @@ def test_operation_timeout_bounds_the_wait():
                                  r".*operation_timeout_in_ms=400"):
             sess.run(train_op)
         assert 0.3 <= time.monotonic() - start < 3.0
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+def test_bad_sparse_gradient_fails_the_whole_step_before_anything_is_sent(sync):
+    """An out-of-range row index (or rows of the wrong shape) of one variable's
+    IndexedSlices fails the run before any push: the other variable and the global step are
+    untouched, and the next good run applies normally."""
+    gs = psrt.train.get_or_create_global_step()
+    w = psrt.Variable(np.zeros(3, np.float32), name="w")
+    e = psrt.Variable(np.zeros((5, 2), np.float32), name="e")
+    rows = iter([(np.array([7]), np.ones((1, 2), np.float32)),
+                 (np.array([1]), np.ones((2, 2), np.float32)),
+                 (np.array([1]), np.ones((1, 2), np.float32))])
+
+    def loss(w_value, e_value):
+        idx, values = next(rows)
+        return 0.0, [np.ones(3, np.float32), psrt.IndexedSlices(values, idx)]
+
+    opt = psrt.train.GradientDescentOptimizer(LR)
+    if sync:
+        opt = psrt.train.SyncReplicasOptimizer(opt, 1)
+    train_op = opt.minimize(loss, global_step=gs, var_list=[w, e])
+    with psrt.Session("") as sess:
+        sess.run(psrt.global_variables_initializer())
+        with pytest.raises(psrt.errors.InvalidArgumentError,
+                           match=r"'e': index 7 at position 0 is out of range \[0, 5\)"):
+            sess.run(train_op)
+        with pytest.raises(psrt.errors.InvalidArgumentError,
+                           match=r"rows for variable .e. must be float32\[1,2\]"):
+            sess.run(train_op)
+        np.testing.assert_array_equal(sess.run(w), np.zeros(3, np.float32))
+        assert sess.run(gs) == 0
+        sess.run(train_op)
+        np.testing.assert_array_equal(sess.run(w), np.full(3, -LR32, np.float32))
+        assert sess.run(gs) == 1

@@ -484,12 +484,12 @@ class Session:
         dense_h: list[int] = []
         dense_g: list[np.ndarray] = []
         dense_out: list[np.ndarray] = []
-        sparse: list[tuple[Any, IndexedSlices]] = []
+        sparse: list[tuple[Any, IndexedSlices, np.ndarray]] = []
         for v, g in zip(var_list, grads):
             if g is None:
                 continue
             if isinstance(g, IndexedSlices):
-                sparse.append((v, g))
+                sparse.append((v, g, self._sparse_indices(v, g)))
                 continue
             handles, pieces = self._dense_parts(v, g)
             dense_h.extend(handles)
@@ -505,15 +505,15 @@ class Session:
             if dense_h or not sparse:
                 step = self._client.push(dense_h, dense_g, lr, step_h if not sparse else -1, 1,
                                          dense_out if use_return and dense_h else None)
-            for k, (v, g) in enumerate(sparse):
+            for k, (v, g, idx) in enumerate(sparse):
                 last = k == len(sparse) - 1
-                step = self._push_sparse(v, g, lr, step_h if last else -1)
+                step = self._push_sparse(v, g, idx, lr, step_h if last else -1)
         except Exception:
             self._invalidate(var_list)
             raise
         if not use_return:
             self._invalidate(var_list)
-        for v, _ in sparse:
+        for v, _, _ in sparse:
             self._invalidate([v])
         if gs is not None and step >= 0:
             fresh_steps[id(gs)] = step
@@ -521,7 +521,9 @@ class Session:
         return loss
 
     def _sparse_indices(self, v: Any, g: IndexedSlices) -> np.ndarray:
-        """``g.indices`` as the int64 C-contiguous array the core takes."""
+        """``g.indices`` as the int64 C-contiguous array the core takes, every index checked
+        here, before anything of the step is sent: a bad one fails the whole step rather
+        than leave the step's other updates applied."""
         if isinstance(v, PartitionedVariable):
             raise errors.UnimplementedError(
                 None, None, f"row-sparse gradients for partitioned variable '{v.name}' are not "
@@ -533,10 +535,27 @@ class Session:
                     None, None, f"indices for variable '{v.name}' must be integers; got "
                     f"{idx.dtype}")
             idx = idx.astype(np.int64)
+        rows = v.shape[0] if len(v.shape) else 0
+        bad = np.flatnonzero((idx < 0) | (idx >= rows)) if idx.ndim == 1 else []
+        if len(bad):
+            j = int(bad[0])
+            raise errors.InvalidArgumentError(
+                None, None, f"variable '{v.name}': index {int(idx[j])} at position {j} is out "
+                f"of range [0, {rows})")
+        values = g.values
+        want = (idx.shape[0],) + tuple(v.shape[1:]) if idx.ndim == 1 else None
+        if not isinstance(values, np.ndarray) or values.dtype != v.dtype or \
+                (want is not None and values.shape != want):
+            def shape(dims: Any) -> str:
+                return "[" + ",".join(str(d) for d in dims) + "]"
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient rows for variable '{v.name}' must be {v.dtype}"
+                f"{shape(want) if want is not None else ''}; got "
+                f"{getattr(values, 'dtype', type(values).__name__)}{shape(np.shape(values))}")
         return np.ascontiguousarray(idx)
 
-    def _push_sparse(self, v: Any, g: IndexedSlices, lr: float, step_h: int) -> int:
-        idx = self._sparse_indices(v, g)
+    def _push_sparse(self, v: Any, g: IndexedSlices, idx: np.ndarray, lr: float,
+                     step_h: int) -> int:
         return self._client.push_sparse(self._handle(v), idx, g.values, lr, step_h, 1)
 
     # ---- synchronous training (SyncReplicasOptimizer) --------------------------------------
