@@ -561,3 +561,35 @@ def test_bad_sparse_gradient_fails_the_whole_step_before_anything_is_sent(sync):
         sess.run(train_op)
         np.testing.assert_array_equal(sess.run(w), np.full(3, -LR32, np.float32))
         assert sess.run(gs) == 1
+
+
+def test_a_gradient_missing_on_one_replica_only_is_named_when_the_wait_gives_up(
+        local_server):
+    """R 2: replica a pushes gradients for w and b, replica b for w only (None for b). The
+    global step and w complete the step; b can not, and a's run gives up naming b and the
+    likely cause instead of blaming a missing replica."""
+    gs = psrt.train.get_or_create_global_step()
+    w = psrt.Variable(np.zeros(2, np.float32), name="w")
+    b = psrt.Variable(np.zeros(2, np.float32), name="b")
+    opt = psrt.train.SyncReplicasOptimizer(psrt.train.GradientDescentOptimizer(LR), 2)
+    train_op = opt.minimize(
+        lambda wv, bv, skip_b: (0.0, [np.ones(2, np.float32),
+                                      None if skip_b else np.ones(2, np.float32)]),
+        global_step=gs, var_list=[w, b])
+    config = psrt.ConfigProto(sync_timeout_secs=1.0)
+    sa = psrt.Session(local_server.target, config=config)
+    sb = psrt.Session(local_server.target, config=config)
+    try:
+        sa.run(psrt.global_variables_initializer())
+        ra = _Run(lambda: sa.run(train_op, feed_dict={"skip_b": False}))
+        rb = _Run(lambda: sb.run(train_op, feed_dict={"skip_b": True}))
+        rb.get()  # w and the global step completed step 0
+        with pytest.raises(errors.DeadlineExceededError) as e:
+            ra.get()
+        msg = str(e.value)
+        assert msg.startswith("step 0: waiting for 1 more gradient(s) from 2 replicas for "
+                              "variable 'b' on "), msg
+        assert "global step already advanced to 1" in msg and "None gradient" in msg, msg
+    finally:
+        sa.close()
+        sb.close()

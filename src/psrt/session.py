@@ -684,9 +684,18 @@ class Session:
                     setting = (f"operation_timeout_in_ms={self._config.operation_timeout_in_ms}"
                                if self._config.operation_timeout_in_ms > 0 else
                                f"sync_timeout_secs={self._config.sync_timeout_secs:g}")
+                    if gstep[0] and gstep[1] > tag:
+                        # The step completed for the global step, not for this variable: the
+                        # other replicas pushed no gradient for it.
+                        hint = (f"The global step already advanced to {gstep[1]}: the other "
+                                f"replicas' runs of step {tag} pushed no gradient for "
+                                f"'{name}' (a None gradient on some replicas but not on "
+                                f"others?)")
+                    else:
+                        hint = f"Are {replicas} replicas running this train op?"
                     raise errors.DeadlineExceededError(
-                        None, None, f"{lag}; gave up after {now - start:.1f} s (ConfigProto "
-                        f"{setting}). Are {replicas} replicas running this train op?")
+                        None, None, f"{lag}; gave up after {now - start:.3g} s (ConfigProto "
+                        f"{setting}). {hint}")
                 _logger.warning("%s (%.0f s so far)", lag, now - start)
                 next_log = now + log_every
             again_h = [handles[i] for i in pending]
