@@ -141,7 +141,10 @@ class Client:
         ],
     ) -> list[tuple[int, bool]]:
         """Declares variables, each (shard, name, dtype, shape, optimizer, hyper-parameters,
-        initial value or None), returning (handle, initialized) for each."""
+        initial value or None), returning (handle, initialized) for each. Hyper-parameter
+        keys: learning_rate, momentum, beta1, beta2, epsilon, slot_init, use_locking,
+        use_nesterov, and replicas_to_aggregate/total_num_replicas (whole numbers, both 0
+        or absent: asynchronous) for synchronous training."""
     def var_info(self, handle: int) -> tuple[int, int, str, str, tuple[int, ...]]:
         """(shard, id, name, dtype, shape) of a registered variable."""
     def pull(
