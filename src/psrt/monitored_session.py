@@ -361,6 +361,7 @@ class _Coordinator:
         self._monitored._stop_requested = True
 
     def should_stop(self) -> bool:
+        """The monitored session's ``should_stop()``, as TF's ``StepContext``."""
         return self._monitored.should_stop()
 
 
@@ -412,6 +413,7 @@ class _MonitoredSession:
 
     @property
     def graph(self) -> Any:
+        """The :class:`psrt.Graph` the session runs (the default graph)."""
         return _variables.get_default_graph()
 
     def should_stop(self) -> bool:
