@@ -479,7 +479,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       if (h.flags & kFlagWaitStep) {
         st = WaitForStep(conn, var, h, &sr);
         if (!st.ok()) return Reply(conn, h, st);
-        if (!sr.ready) return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
+        if (!sr.ready)
+          return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
         if (h.slot == 0)
           return Reply(conn, h, st, sr.step, kFlagInitialized, var->id, var->value.data(),
                        var->nbytes, sr.count);

@@ -43,7 +43,8 @@ std::string Describe(const VarSpec& s) {
     if (i) shape += ",";
     shape += std::to_string(s.shape[i]);
   }
-  std::string d = std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
+  std::string d =
+      std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
   if (s.replicas_to_aggregate > 0)
     d += " synchronous (replicas_to_aggregate " + std::to_string(s.replicas_to_aggregate) +
          ", total_num_replicas " + std::to_string(s.total_num_replicas) + ")";
