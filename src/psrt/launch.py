@@ -92,6 +92,7 @@ class _OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are a single line on stderr (exit status 2)."""
 
     def error(self, message: str) -> NoReturn:
+        """Prints ``prog: error: message (see prog --help)`` and exits with status 2."""
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -197,6 +198,7 @@ class _Output:
         self.stderr = sys.stderr
 
     def write(self, stream: IO[str], data: bytes) -> None:
+        """Writes ``data`` (a child's output line, already prefixed) to ``stream`` whole."""
         with self._lock:
             try:
                 raw = getattr(stream, "buffer", None)
@@ -219,6 +221,7 @@ class _LogHandler(logging.Handler):
         self._output = output
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Writes the record as one ``[psrt-launch] ...`` line to stderr."""
         try:
             line = f"[{PROG}] {self.format(record)}\n"
         except Exception:  # noqa: BLE001 - logging must never raise
@@ -262,6 +265,7 @@ class _Task:
         self.returncode: int | None = None
 
     def start(self) -> None:
+        """Starts (or restarts) the task's process with its prefixed output readers."""
         self.returncode = None
         self.proc = subprocess.Popen(
             self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -281,6 +285,7 @@ class _Task:
         return self.proc.pid if self.proc is not None else -1
 
     def running(self) -> bool:
+        """True while the task's process has been started and not reaped."""
         return self.proc is not None and self.returncode is None
 
     def poll(self) -> int | None:
@@ -296,6 +301,7 @@ class _Task:
         return rc
 
     def join_readers(self) -> None:
+        """Waits (bounded) for the threads copying the task's stdout and stderr."""
         # The pipes close when the process and everything it started have exited; a
         # grandchild that keeps them open must not hang the launcher.
         deadline = time.monotonic() + _READER_JOIN_SECS
@@ -356,6 +362,7 @@ class _Launcher:
 
     @property
     def workers(self) -> list[_Task]:
+        """The worker tasks, in task index order."""
         return [t for t in self.tasks if t.job == "worker"]
 
     def request_stop(self, signum: int) -> None:

@@ -103,6 +103,7 @@ class _Fetch:
         return lambda r: r[i]
 
     def build(self, results: list[Any]) -> Any:
+        """The fetch structure with each leaf replaced by its result, in leaf order."""
         return self._build(results)
 
 
