@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "client.h"
 #include "kernels.h"
@@ -31,6 +33,36 @@ namespace {
 
 void Check(const Status& st) {
   if (!st.ok()) Raise(st);
+}
+
+// Runs f() with the GIL released and returns its result. Used instead of pybind11's scoped
+// release on purpose: at interpreter exit CPython ends a daemon thread that asks for the GIL
+// back by calling pthread_exit inside PyEval_RestoreThread, and that forced unwind leaving a
+// destructor (implicitly noexcept) calls std::terminate. That aborted a ps whose
+// Server.stop() ran on a daemon thread while the main thread left join(). Here the GIL is
+// taken back in ordinary code, so the unwind passes through (pybind11 rethrows it).
+template <typename F>
+auto WithoutGil(F&& f) -> decltype(f()) {
+  PyThreadState* saved = PyEval_SaveThread();
+  if constexpr (std::is_void_v<decltype(f())>) {
+    try {
+      f();
+    } catch (...) {
+      PyEval_RestoreThread(saved);
+      throw;
+    }
+    PyEval_RestoreThread(saved);
+  } else {
+    std::optional<decltype(f())> result;
+    try {
+      result.emplace(f());
+    } catch (...) {
+      PyEval_RestoreThread(saved);
+      throw;
+    }
+    PyEval_RestoreThread(saved);
+    return std::move(*result);
+  }
 }
 
 DType ParseDType(const std::string& s) {
@@ -148,12 +180,7 @@ void ApplyDensePy(const std::string& optimizer, py::array var, std::vector<py::a
                           ShapeOf(grad)));
   void* v = var.mutable_data();
   const void* g = grad.data();
-  Status st;
-  {
-    py::gil_scoped_release release;
-    st = ApplyDense(a, v, sp, g, n);
-  }
-  Check(st);
+  Check(WithoutGil([&] { return ApplyDense(a, v, sp, g, n); }));
 }
 
 void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::array> slots,
@@ -189,12 +216,7 @@ void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::
   void* v = var.mutable_data();
   const auto* idx = static_cast<const int64_t*>(indices.data());
   const void* r = rows.data();
-  Status st;
-  {
-    py::gil_scoped_release release;
-    st = ApplySparse(a, v, sp, num_rows, width, idx, k, r);
-  }
-  Check(st);
+  Check(WithoutGil([&] { return ApplySparse(a, v, sp, num_rows, width, idx, k, r); }));
 }
 
 // ---- Server -----------------------------------------------------------------------------
@@ -209,22 +231,15 @@ class PyServer {
     o.job = job;
     o.task = task;
     o.max_payload = max_payload;
-    Status st;
-    {
-      py::gil_scoped_release release;
-      st = Server::Create(o, &server_);
-    }
-    Check(st);
+    Check(WithoutGil([&] { return Server::Create(o, &server_); }));
   }
   int port() const { return server_->port(); }
   int64_t incarnation() const { return server_->incarnation(); }
   void stop() {
-    py::gil_scoped_release release;
-    server_->Stop();
+    WithoutGil([&] { server_->Stop(); });
   }
   bool wait(double timeout_s) {
-    py::gil_scoped_release release;
-    return server_->Wait(timeout_s);
+    return WithoutGil([&] { return server_->Wait(timeout_s); });
   }
   bool stopped() const { return server_->stopped(); }
   std::vector<std::pair<std::string, int>> done_workers() const { return server_->DoneWorkers(); }
@@ -242,13 +257,10 @@ class PyClient {
   PyClient(const std::string& job, int task) : client_(job, task) {}
 
   void connect(int shard, const std::string& address, double timeout_s) {
-    Status st;
-    {
-      py::gil_scoped_release release;
+    Check(WithoutGil([&] {
       std::lock_guard<std::mutex> l(mu_);
-      st = client_.Connect(shard, address, timeout_s);
-    }
-    Check(st);
+      return client_.Connect(shard, address, timeout_s);
+    }));
   }
 
   // specs: (shard, name, dtype, shape, optimizer, hyper-parameters dict, init or None)
@@ -303,13 +315,10 @@ class PyClient {
       inits.push_back(init);
     }
     std::vector<int> handles;
-    Status st;
-    {
-      py::gil_scoped_release release;
+    Check(WithoutGil([&] {
       std::lock_guard<std::mutex> l(mu_);
-      st = client_.Register(vs, shards, inits, &handles);
-    }
-    Check(st);
+      return client_.Register(vs, shards, inits, &handles);
+    }));
     std::vector<std::pair<int, bool>> out;
     for (int h : handles) out.emplace_back(h, client_.var(h).initialized);
     return out;
@@ -344,9 +353,10 @@ class PyClient {
   }
 
   Status RunLocked(std::vector<Call>* calls) {
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> l(mu_);
-    return client_.Run(calls, client_.timeout());
+    return WithoutGil([&] {
+      std::lock_guard<std::mutex> l(mu_);
+      return client_.Run(calls, client_.timeout());
+    });
   }
 
   void pull(const std::vector<int>& handles, const std::vector<py::array>& outs, int slot) {
@@ -671,9 +681,10 @@ class PyClient {
   }
 
   void close() {
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> l(mu_);
-    client_.Close();
+    WithoutGil([&] {
+      std::lock_guard<std::mutex> l(mu_);
+      client_.Close();
+    });
   }
 
   int num_shards() const { return client_.num_shards(); }

@@ -369,9 +369,9 @@ void ApplyDenseTyped(const KernelArgs& args, void* var, void* const* slots, cons
 // ---- Sparse -----------------------------------------------------------------------------------
 
 template <typename T>
-Status ApplySparseTyped(const KernelArgs& args, void* var_v, void* const* slots, size_t width,
-                        const int64_t* indices, size_t num_indices, const void* rows_v,
-                        bool sorted_unique) {
+void ApplySparseTyped(const KernelArgs& args, void* var_v, void* const* slots, size_t width,
+                      const int64_t* indices, size_t num_indices, const void* rows_v,
+                      bool unique, const std::vector<size_t>& order, T* sum) {
   const KernelTable& table = ActiveTable();
   const ApplyFn<T> apply = ApplyOf<T>(table);
   const AccumulateFn<T> accumulate = AccumulateOf<T>(table);
@@ -387,54 +387,41 @@ Status ApplySparseTyped(const KernelArgs& args, void* var_v, void* const* slots,
     apply(s, var + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr, src, width);
   };
 
-  // Already strictly increasing (the common case for a gathered batch): no duplicates to sum.
-  if (sorted_unique) {
+  // No index repeats (the common case for a gathered batch): no duplicates to sum.
+  if (unique) {
     for (size_t j = 0; j < num_indices; ++j) update_row(indices[j], rows + j * width);
-    return Status::Ok();
+    return;
   }
-
-  std::vector<size_t> order;
-  std::vector<T> sum;
-  try {
-    order.resize(num_indices);
-    sum.resize(width);
-  } catch (const std::bad_alloc&) {
-    return Status(Code::kResourceExhausted,
-                  "sparse update: cannot allocate scratch space for " +
-                      std::to_string(num_indices) + " indices of row width " +
-                      std::to_string(width));
-  }
-  std::iota(order.begin(), order.end(), size_t{0});
-  // Ties broken by position: duplicates are summed in the order they were sent, so the result
-  // does not depend on the sort.
-  std::sort(order.begin(), order.end(), [indices](size_t a, size_t b) {
-    return indices[a] != indices[b] ? indices[a] < indices[b] : a < b;
-  });
   for (size_t j = 0; j < num_indices;) {
     const int64_t index = indices[order[j]];
     size_t end = j + 1;
     while (end < num_indices && indices[order[end]] == index) ++end;
     const T* src = rows + order[j] * width;
     if (end - j > 1) {
-      std::copy(src, src + width, sum.data());
-      for (size_t r = j + 1; r < end; ++r) accumulate(sum.data(), rows + order[r] * width, width);
-      src = sum.data();
+      std::copy(src, src + width, sum);
+      for (size_t r = j + 1; r < end; ++r) accumulate(sum, rows + order[r] * width, width);
+      src = sum;
     }
     update_row(index, src);
     j = end;
   }
-  return Status::Ok();
 }
 
 }  // namespace
 
 // ---- Public entry points ------------------------------------------------------------------------
 
-Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const void* grad,
+Status CheckDense(const KernelArgs& args, const void* var, void* const* slots, const void* grad,
                   size_t n) {
   PSRT_RETURN_IF_ERROR(CheckOptimizer(args, "dense update"));
   if (n == 0) return Status::Ok();
-  PSRT_RETURN_IF_ERROR(CheckBuffers(args, var, slots, grad, "dense update"));
+  return CheckBuffers(args, var, slots, grad, "dense update");
+}
+
+Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const void* grad,
+                  size_t n) {
+  PSRT_RETURN_IF_ERROR(CheckDense(args, var, slots, grad, n));
+  if (n == 0) return Status::Ok();
   if (args.dtype == DType::kFloat32) {
     ApplyDenseTyped<float>(args, var, slots, grad, n);
   } else {
@@ -443,9 +430,9 @@ Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const v
   return Status::Ok();
 }
 
-Status ApplySparse(const KernelArgs& args, void* var, void* const* slots, size_t num_rows,
-                   size_t row_width, const int64_t* indices, size_t num_indices,
-                   const void* rows) {
+Status PrepareSparse(const KernelArgs& args, size_t num_rows, size_t row_width,
+                     const int64_t* indices, size_t num_indices, const void* rows,
+                     bool known_unique, SparseUpdate* out) {
   const size_t total = num_rows * row_width;
   if (row_width != 0 && total / row_width != num_rows) {
     return InvalidArgument("sparse update: " + std::to_string(num_rows) + " rows of width " +
@@ -468,14 +455,61 @@ Status ApplySparse(const KernelArgs& args, void* var, void* const* slots, size_t
     }
     if (j > 0 && index <= indices[j - 1]) sorted_unique = false;
   }
-  if (num_indices == 0 || row_width == 0) return Status::Ok();
-  PSRT_RETURN_IF_ERROR(CheckBuffers(args, var, slots, rows, "sparse update"));
-  if (args.dtype == DType::kFloat32) {
-    return ApplySparseTyped<float>(args, var, slots, row_width, indices, num_indices, rows,
-                                   sorted_unique);
+  out->num_rows_ = num_rows;
+  out->row_width_ = row_width;
+  out->indices_ = indices;
+  out->num_indices_ = num_rows == 0 || row_width == 0 ? 0 : num_indices;
+  out->rows_ = rows;
+  out->unique_ = known_unique || sorted_unique;
+  out->order_.clear();
+  out->sum_.clear();
+  if (out->num_indices_ == 0) return Status::Ok();
+  if (rows == nullptr) return InvalidArgument("sparse update: null row buffer");
+  if (out->unique_) return Status::Ok();
+  try {
+    out->order_.resize(num_indices);
+    out->sum_.resize(row_width * DTypeSize(args.dtype));
+  } catch (const std::bad_alloc&) {
+    out->order_ = {};
+    out->sum_ = {};
+    return Status(Code::kResourceExhausted,
+                  "sparse update: cannot allocate scratch space for " +
+                      std::to_string(num_indices) + " indices of row width " +
+                      std::to_string(row_width));
   }
-  return ApplySparseTyped<double>(args, var, slots, row_width, indices, num_indices, rows,
-                                  sorted_unique);
+  std::iota(out->order_.begin(), out->order_.end(), size_t{0});
+  // Ties broken by position: duplicates are summed in the order they were sent, so the result
+  // does not depend on the sort.
+  std::sort(out->order_.begin(), out->order_.end(), [indices](size_t a, size_t b) {
+    return indices[a] != indices[b] ? indices[a] < indices[b] : a < b;
+  });
+  return Status::Ok();
+}
+
+void ApplyPrepared(const KernelArgs& args, void* var, void* const* slots,
+                   const SparseUpdate& u) {
+  if (u.num_indices_ == 0) return;
+  if (args.dtype == DType::kFloat32) {
+    ApplySparseTyped<float>(args, var, slots, u.row_width_, u.indices_, u.num_indices_, u.rows_,
+                            u.unique_, u.order_,
+                            reinterpret_cast<float*>(u.sum_.data()));
+  } else {
+    ApplySparseTyped<double>(args, var, slots, u.row_width_, u.indices_, u.num_indices_,
+                             u.rows_, u.unique_, u.order_,
+                             reinterpret_cast<double*>(u.sum_.data()));
+  }
+}
+
+Status ApplySparse(const KernelArgs& args, void* var, void* const* slots, size_t num_rows,
+                   size_t row_width, const int64_t* indices, size_t num_indices,
+                   const void* rows) {
+  SparseUpdate u;
+  PSRT_RETURN_IF_ERROR(PrepareSparse(args, num_rows, row_width, indices, num_indices, rows,
+                                     false, &u));
+  if (u.size() == 0) return Status::Ok();
+  PSRT_RETURN_IF_ERROR(CheckBuffers(args, var, slots, rows, "sparse update"));
+  ApplyPrepared(args, var, slots, u);
+  return Status::Ok();
 }
 
 std::vector<std::string> CompiledKernelTargets() {

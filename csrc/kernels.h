@@ -56,11 +56,53 @@ struct KernelArgs {
 Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const void* grad,
                   size_t n);
 
-// Row-sparse update of a variable viewed as [num_rows, row_width]: row indices[j] is updated
-// with rows[j*row_width .. (j+1)*row_width). Duplicate indices are summed first, then each
-// distinct row gets one dense update (TF's SparseApply* after unsorted_segment_sum).
-// An index outside [0, num_rows) is InvalidArgument naming the index and its position; in that
-// case nothing is written.
+// Checks a dense update's arguments (optimizer, dtype, buffers) without writing anything:
+// exactly the checks ApplyDense makes, so a caller can validate before it changes other state
+// (Adam's beta powers) and then apply knowing the update cannot fail.
+Status CheckDense(const KernelArgs& args, const void* var, void* const* slots, const void* grad,
+                  size_t n);
+
+// A row-sparse update prepared before anything is written: every index checked, the order in
+// which duplicate indices are summed computed and all scratch memory allocated, so applying it
+// (ApplyPrepared) cannot fail. Holds pointers to the caller's indices and rows, which must
+// outlive it. Not thread-safe; one per update.
+class SparseUpdate {
+ public:
+  SparseUpdate() = default;
+  size_t size() const { return num_indices_; }
+
+ private:
+  friend Status PrepareSparse(const KernelArgs&, size_t, size_t, const int64_t*, size_t,
+                              const void*, bool, SparseUpdate*);
+  friend void ApplyPrepared(const KernelArgs&, void*, void* const*, const SparseUpdate&);
+  size_t num_rows_ = 0;
+  size_t row_width_ = 0;
+  const int64_t* indices_ = nullptr;
+  size_t num_indices_ = 0;
+  const void* rows_ = nullptr;
+  bool unique_ = true;              // no index repeats: each row is updated as sent
+  std::vector<size_t> order_;       // positions sorted by index (when not unique)
+  mutable std::vector<uint8_t> sum_;  // one row of scratch for summing duplicates
+};
+
+// Validates a row-sparse update of a variable viewed as [num_rows, row_width] (row
+// indices[j] gets rows[j*row_width .. (j+1)*row_width)) and prepares it into *out. Nothing is
+// written. InvalidArgument for an unsupported optimizer/dtype, a null buffer, or an index
+// outside [0, num_rows) (naming the index and its position); ResourceExhausted when the scratch
+// for summing duplicates cannot be allocated. `known_unique`: the caller guarantees no index
+// repeats (skips the sort and the scratch).
+Status PrepareSparse(const KernelArgs& args, size_t num_rows, size_t row_width,
+                     const int64_t* indices, size_t num_indices, const void* rows,
+                     bool known_unique, SparseUpdate* out);
+
+// Applies a prepared update: duplicate indices are summed first (in the order they were sent),
+// then each distinct row gets one dense update (TF's SparseApply* after unsorted_segment_sum).
+// `args` must have the optimizer and dtype it was prepared with (beta powers may differ).
+// Never fails.
+void ApplyPrepared(const KernelArgs& args, void* var, void* const* slots,
+                   const SparseUpdate& update);
+
+// PrepareSparse then ApplyPrepared: on any error nothing is written.
 Status ApplySparse(const KernelArgs& args, void* var, void* const* slots, size_t num_rows,
                    size_t row_width, const int64_t* indices, size_t num_indices,
                    const void* rows);

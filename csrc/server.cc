@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -54,8 +56,16 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
       0x7fffffffffffffffULL);
   if (s->incarnation_ == 0) s->incarnation_ = 1;
+  // Kept to be closed when descriptors run out, so a pending peer can still be accepted and
+  // told why it is refused (ShedPending).
+  s->reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   Server* raw = s.get();
-  s->acceptor_ = std::thread([raw] { raw->AcceptLoop(); });
+  try {
+    s->acceptor_ = std::thread([raw] { raw->AcceptLoop(); });
+  } catch (const std::system_error& e) {
+    return Status(Code::kResourceExhausted, std::string("cannot start the accept thread: ") +
+                                                e.what());
+  }
   *out = std::move(s);
   return Status::Ok();
 }
@@ -81,6 +91,8 @@ void Server::Stop() {
     CloseFd(c->fd);
   }
   CloseFd(listen_fd_);
+  CloseFd(reserve_fd_);
+  reserve_fd_ = -1;
   CloseFd(wake_pipe_[0]);
   CloseFd(wake_pipe_[1]);
   listen_fd_ = wake_pipe_[0] = wake_pipe_[1] = -1;
@@ -113,7 +125,38 @@ int Server::NumConnections() const {
   return n;
 }
 
+void Server::ShedPending(int err) {
+  if (reserve_fd_ >= 0) {
+    CloseFd(reserve_fd_);
+    reserve_fd_ = -1;
+  }
+  int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    // One UNAVAILABLE reply to the HELLO the peer is about to send, so it learns why.
+    const std::string msg = "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
+                            " cannot take another connection now (accept: " +
+                            std::strerror(err) + "); retry later";
+    Header h;
+    h.op = static_cast<uint8_t>(Op::kHello);
+    h.flags = kFlagReply;
+    h.status = static_cast<uint8_t>(Code::kUnavailable);
+    h.payload_len = msg.size();
+    uint8_t frame[kHeaderSize + 256];
+    EncodeHeader(h, frame);
+    const size_t n = std::min(msg.size(), sizeof frame - kHeaderSize);
+    std::memcpy(frame + kHeaderSize, msg.data(), n);
+    if (n == msg.size()) {
+      ssize_t ignored = send(fd, frame, kHeaderSize + n, MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)ignored;
+    }
+    shutdown(fd, SHUT_WR);
+    CloseFd(fd);
+  }
+  reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 void Server::AcceptLoop() {
+  int backoff_ms = 0;
   while (!stopping_.load()) {
     struct pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     int rc = poll(fds, 2, 1000);
@@ -136,7 +179,20 @@ void Server::AcceptLoop() {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     int fd = accept4(listen_fd_, reinterpret_cast<struct sockaddr*>(&ss), &len, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        // Out of descriptors (or kernel memory): the peer stays in the backlog and poll would
+        // report it again at once, a busy loop. Refuse it with the reserve descriptor, then
+        // back off (10 ms doubling to 1 s) while the connections already open are served.
+        ShedPending(err);
+        backoff_ms = backoff_ms == 0 ? 10 : std::min(backoff_ms * 2, 1000);
+        struct pollfd wake = {wake_pipe_[0], POLLIN, 0};
+        poll(&wake, 1, backoff_ms);
+      }
+      continue;
+    }
+    backoff_ms = 0;
     SetNoDelay(fd);
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
@@ -188,42 +244,6 @@ Status Discard(int fd, uint64_t n, const std::string& peer) {
     n -= k;
   }
   return Status::Ok();
-}
-
-// True when s[0, n) is well-formed UTF-8 (no overlongs, surrogates or code points past
-// U+10FFFF): job names reach Python as str, and a name that cannot be decoded there must be
-// refused here rather than raise in the ps task's join() loop.
-bool IsUtf8(const uint8_t* s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    const uint8_t c = s[i];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
 }
 
 std::string OpName(uint8_t op) {
@@ -321,6 +341,9 @@ void Server::Serve(Connection* conn) {
     Header h = DecodeHeader(hb);
     Status st = CheckHeader(h, options_.max_payload);
     if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
+    if (st.ok() && h.status != 0)
+      st = InvalidArgument("request frame has status code " + std::to_string(h.status) +
+                           "; requests must carry 0 (OK)");
     if (!st.ok()) {
       // The stream cannot be trusted past a bad fixed header: answer once, then close.
       Reply(conn, h, st);
@@ -416,7 +439,9 @@ bool Server::Handle(Connection* conn, const Header& h) {
 
   // 2. Read the whole payload before touching any variable: a truncated frame never
   //    writes anything.
-  uint8_t* p = nullptr;
+  // p is never null, so no empty payload reaches memcpy or the store as a null pointer.
+  uint8_t empty[8] = {0};
+  uint8_t* p = empty;
   if (h.payload_len > 0) {
     p = conn->Reserve(h.payload_len);
     if (p == nullptr) {
@@ -486,6 +511,11 @@ bool Server::Handle(Connection* conn, const Header& h) {
                        var->nbytes, sr.count);
       }
       if (h.slot == kOptimizerStateSlot) {
+        if (var->spec.optimizer != Optimizer::kAdam)
+          return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' (optimizer " +
+                                                OptimizerName(var->spec.optimizer) +
+                                                ") has no optimizer state: slot 255 holds "
+                                                "Adam's beta powers only"));
         double pw[2];
         {
           std::lock_guard<std::mutex> l(var->mu);
@@ -543,10 +573,13 @@ bool Server::Handle(Connection* conn, const Header& h) {
         SyncResult sr;
         if (SyncPreamble(conn, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
-        {
-          const auto* idx = sparse ? reinterpret_cast<const int64_t*>(p) : nullptr;
-          st = store_.SyncPush(var, h.step, sparse ? nullptr : p, idx, sparse ? h.count : 0,
-                               sparse ? p + size_t{h.count} * 8 : nullptr, h.arg0, has_lr, &sr);
+        if (sparse) {
+          // An empty row-sparse gradient (count 0, no payload) is legal, as in TF: it counts
+          // as this replica's gradient and touches no row.
+          st = store_.SyncPush(var, h.step, true, nullptr, reinterpret_cast<const int64_t*>(p),
+                               h.count, p + size_t{h.count} * 8, h.arg0, has_lr, &sr);
+        } else {
+          st = store_.SyncPush(var, h.step, false, p, nullptr, 0, nullptr, h.arg0, has_lr, &sr);
         }
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
@@ -609,14 +642,20 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, 0, initialized ? kFlagInitialized : 0, var->id);
     case Op::kList: {
       Writer w;
-      for (Variable* v : store_.All()) {
-        w.Put<uint32_t>(v->id);
-        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.dtype));
-        w.Put<uint8_t>(v->initialized.load() ? 1 : 0);
-        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.optimizer));
-        w.Put<uint8_t>(static_cast<uint8_t>(v->spec.shape.size()));
-        for (int64_t d : v->spec.shape) w.Put<int64_t>(d);
-        w.PutString(v->spec.name);
+      try {
+        for (Variable* v : store_.All()) {
+          w.Put<uint32_t>(v->id);
+          w.Put<uint8_t>(static_cast<uint8_t>(v->spec.dtype));
+          w.Put<uint8_t>(v->initialized.load() ? 1 : 0);
+          w.Put<uint8_t>(static_cast<uint8_t>(v->spec.optimizer));
+          w.Put<uint8_t>(static_cast<uint8_t>(v->spec.shape.size()));
+          for (int64_t d : v->spec.shape) w.Put<int64_t>(d);
+          w.PutString(v->spec.name);
+        }
+      } catch (const std::bad_alloc&) {
+        return Reply(conn, h, Status(Code::kResourceExhausted,
+                                     "out of memory listing " + std::to_string(store_.size()) +
+                                         " variables"));
       }
       auto& b = w.buffer();
       return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());

@@ -56,6 +56,10 @@ class Server {
   struct Connection;
   Server() = default;
   void AcceptLoop();
+  // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
+  // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
+  // takes the reserve again.
+  void ShedPending(int err);
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
@@ -81,6 +85,7 @@ class Server {
   int listen_fd_ = -1;
   int port_ = 0;
   int wake_pipe_[2] = {-1, -1};   // written by Stop() to wake the acceptor's poll
+  int reserve_fd_ = -1;           // /dev/null, given up to shed a peer when fds run out
   int64_t incarnation_ = 0;
   VariableStore store_;
   std::thread acceptor_;

@@ -9,13 +9,16 @@
 namespace psrt {
 
 bool AlignedBuffer::Allocate(size_t n) {
-  std::free(data_);
+  if (n > SIZE_MAX - 64) return false;
   size_t alloc = (n + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
-  size_ = data_ == nullptr ? 0 : n;
-  if (data_ != nullptr) std::memset(data_, 0, alloc);
-  return data_ != nullptr;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
+  if (p == nullptr) return false;
+  std::memset(p, 0, alloc);
+  std::free(data_);
+  data_ = p;
+  size_ = n;
+  return true;
 }
 
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }
@@ -107,37 +110,7 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
                                Describe(var->spec) + "; got " + Describe(spec));
       }
     } else {
-      size_t id = owned_.size() + 1;  // id 0 is never used
-      if (id >= kChunkSize * kMaxChunks)
-        return Status(Code::kResourceExhausted, "too many variables on this ps task");
-      auto v = std::make_unique<Variable>();
-      v->id = static_cast<uint32_t>(id);
-      v->spec = spec;
-      v->num_elements = static_cast<size_t>(spec.NumElements());
-      v->nbytes = v->num_elements * DTypeSize(spec.dtype);
-      if (!v->value.Allocate(v->nbytes))
-        return Status(Code::kResourceExhausted,
-                      "cannot allocate " + std::to_string(v->nbytes) + " bytes for '" +
-                          spec.name + "'");
-      for (int s = 0; s < NumSlots(spec.optimizer); ++s) {
-        v->slots.push_back(std::make_unique<AlignedBuffer>(v->nbytes));
-        FillSlot(v->slots.back()->data(), spec.dtype, v->num_elements, spec.slot_init);
-      }
-      v->beta1_power = spec.beta1;
-      v->beta2_power = spec.beta2;
-      size_t chunk = id >> kChunkBits;
-      std::atomic<Variable*>* c = chunks_[chunk].load(std::memory_order_acquire);
-      if (c == nullptr) {
-        owned_chunks_.push_back(std::make_unique<std::atomic<Variable*>[]>(kChunkSize));
-        c = owned_chunks_.back().get();
-        for (size_t i = 0; i < kChunkSize; ++i) c[i].store(nullptr, std::memory_order_relaxed);
-        chunks_[chunk].store(c, std::memory_order_release);
-      }
-      var = v.get();
-      c[id & (kChunkSize - 1)].store(var, std::memory_order_release);
-      owned_.push_back(std::move(v));
-      by_name_.emplace(spec.name, static_cast<uint32_t>(id));
-      count_.store(owned_.size(), std::memory_order_release);
+      PSRT_RETURN_IF_ERROR(CreateLocked(spec, &var));
     }
   }
   if (init != nullptr) {
@@ -156,6 +129,66 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
   return Status::Ok();
 }
 
+Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
+  const size_t id = owned_.size() + 1;  // id 0 is never used
+  if (id >= kChunkSize * kMaxChunks)
+    return Status(Code::kResourceExhausted,
+                  "cannot register '" + spec.name + "': this ps task holds the maximum of " +
+                      std::to_string(kChunkSize * kMaxChunks - 1) + " variables");
+  const size_t n = static_cast<size_t>(spec.NumElements());
+  const size_t nbytes = n * DTypeSize(spec.dtype);
+  const int num_slots = NumSlots(spec.optimizer);
+  auto exhausted = [&](const std::string& what) {
+    return Status(Code::kResourceExhausted,
+                  "cannot allocate " + what + " for variable '" + spec.name + "' " +
+                      Describe(spec) + " (" + std::to_string(nbytes) + " bytes for the value" +
+                      (num_slots ? " and each of " + std::to_string(num_slots) + " slot(s)" : "") +
+                      ", " + std::to_string(nbytes * (1 + num_slots)) +
+                      " bytes in all); nothing was registered");
+  };
+  // Everything that can fail (memory for the value, the slots and the table entries) happens
+  // before the variable is published: a failure leaves the store exactly as it was.
+  std::unique_ptr<Variable> v;
+  try {
+    v = std::make_unique<Variable>();
+    v->id = static_cast<uint32_t>(id);
+    v->spec = spec;
+    v->num_elements = n;
+    v->nbytes = nbytes;
+    if (!v->value.Allocate(nbytes)) return exhausted(std::to_string(nbytes) + " bytes");
+    for (int k = 0; k < num_slots; ++k) {
+      v->slots.push_back(std::make_unique<AlignedBuffer>());
+      if (!v->slots.back()->Allocate(nbytes))
+        return exhausted(std::to_string(nbytes) + " bytes for slot '" +
+                         SlotName(spec.optimizer, k) + "'");
+      FillSlot(v->slots.back()->data(), spec.dtype, n, spec.slot_init);
+    }
+    v->beta1_power = spec.beta1;
+    v->beta2_power = spec.beta2;
+    const size_t chunk = id >> kChunkBits;
+    if (chunks_[chunk].load(std::memory_order_acquire) == nullptr) {
+      // An empty chunk of the id table is harmless if a later step fails.
+      owned_chunks_.reserve(owned_chunks_.size() + 1);
+      auto c = std::make_unique<std::atomic<Variable*>[]>(kChunkSize);
+      for (size_t i = 0; i < kChunkSize; ++i) c[i].store(nullptr, std::memory_order_relaxed);
+      chunks_[chunk].store(c.get(), std::memory_order_release);
+      owned_chunks_.push_back(std::move(c));
+    }
+    owned_.reserve(owned_.size() + 1);
+    by_name_.emplace(spec.name, static_cast<uint32_t>(id));
+  } catch (const std::bad_alloc&) {
+    return exhausted("memory");
+  }
+  // Publish: nothing below allocates.
+  Variable* var = v.get();
+  chunks_[id >> kChunkBits].load(std::memory_order_acquire)[id & (kChunkSize - 1)].store(
+      var, std::memory_order_release);
+  owned_.push_back(std::move(v));
+  count_.store(owned_.size(), std::memory_order_release);
+  *out = var;
+  return Status::Ok();
+}
+
 Status VariableStore::Find(uint32_t id, Variable** out) const {
   size_t chunk = id >> kChunkBits;
   Variable* v = nullptr;
@@ -170,16 +203,34 @@ Status VariableStore::Find(uint32_t id, Variable** out) const {
   return Status::Ok();
 }
 
-Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, bool has_lr) {
+namespace {
+
+Status CheckTrainable(const Variable* var) {
   if (var->spec.optimizer == Optimizer::kNone)
     return FailedPrecondition("variable '" + var->spec.name +
                               "' was registered without an optimizer; cannot apply a gradient");
   if (!var->initialized.load(std::memory_order_acquire))
     return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
-  KernelArgs a = ArgsFor(var, lr, has_lr);
-  TakeBetaPowers(var, &a);
-  void* slots[2] = {nullptr, nullptr};
+  return Status::Ok();
+}
+
+void SlotPointers(const Variable* var, void* slots[2]) {
+  slots[0] = slots[1] = nullptr;
   for (size_t i = 0; i < var->slots.size() && i < 2; ++i) slots[i] = var->slots[i]->data();
+}
+
+}  // namespace
+
+// Both updates validate everything first, then take Adam's beta powers, then apply with a
+// kernel call that cannot fail: a refused update changes no byte of the store.
+Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, bool has_lr) {
+  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
+  KernelArgs a = ArgsFor(var, lr, has_lr);
+  void* slots[2];
+  SlotPointers(var, slots);
+  Status st = CheckDense(a, var->value.data(), slots, grad, var->num_elements);
+  if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
+  TakeBetaPowers(var, &a);
   std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
   if (var->spec.use_locking) l.lock();
   return psrt::ApplyDense(a, var->value.data(), slots, grad, var->num_elements);
@@ -187,28 +238,36 @@ Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, boo
 
 Status VariableStore::ApplySparse(Variable* var, const int64_t* indices, size_t n,
                                   const void* rows, double lr, bool has_lr) {
-  if (var->spec.optimizer == Optimizer::kNone)
-    return FailedPrecondition("variable '" + var->spec.name +
-                              "' was registered without an optimizer; cannot apply a gradient");
-  if (!var->initialized.load(std::memory_order_acquire))
-    return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
+  return ApplyRows(var, indices, n, rows, lr, has_lr, false);
+}
+
+Status VariableStore::ApplyRows(Variable* var, const int64_t* indices, size_t n,
+                                const void* rows, double lr, bool has_lr, bool known_unique) {
+  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
   if (var->spec.shape.empty())
     return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
-  size_t num_rows = static_cast<size_t>(var->spec.shape[0]);
-  size_t width = num_rows == 0 ? 0 : var->num_elements / num_rows;
+  const size_t num_rows = static_cast<size_t>(var->spec.shape[0]);
+  const size_t width = num_rows == 0 ? 0 : var->num_elements / num_rows;
   KernelArgs a = ArgsFor(var, lr, has_lr);
+  SparseUpdate update;
+  Status st = PrepareSparse(a, num_rows, width, indices, n, rows, known_unique, &update);
+  if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
+  // TF advances Adam's beta powers once per apply, however many rows it touched (none too).
   TakeBetaPowers(var, &a);
-  void* slots[2] = {nullptr, nullptr};
-  for (size_t i = 0; i < var->slots.size() && i < 2; ++i) slots[i] = var->slots[i]->data();
+  void* slots[2];
+  SlotPointers(var, slots);
   std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
   if (var->spec.use_locking) l.lock();
-  Status st = psrt::ApplySparse(a, var->value.data(), slots, num_rows, width, indices, n, rows);
-  if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
-  return st;
+  ApplyPrepared(a, var->value.data(), slots, update);
+  return Status::Ok();
 }
 
 Status VariableStore::Assign(Variable* var, uint8_t slot, const void* bytes, size_t len) {
   if (slot == kOptimizerStateSlot) {
+    if (var->spec.optimizer != Optimizer::kAdam)
+      return InvalidArgument("variable '" + var->spec.name + "' (optimizer " +
+                             OptimizerName(var->spec.optimizer) +
+                             ") has no optimizer state: slot 255 holds Adam's beta powers only");
     if (len != 16) return InvalidArgument("optimizer state of '" + var->spec.name +
                                           "' is float64[2]; got " + std::to_string(len) +
                                           " bytes");
@@ -301,14 +360,26 @@ Status VariableStore::StepIncrement(Variable* var, int64_t delta, int64_t* new_v
 
 // ---- Synchronous training ------------------------------------------------------------------
 
+void RowSum::Clear() {
+  pos.clear();
+  ids.clear();
+  values.clear();
+  count.clear();
+  last.clear();
+}
+
+void RowSum::Swap(RowSum& other) noexcept {
+  pos.swap(other.pos);
+  ids.swap(other.ids);
+  values.swap(other.values);
+  count.swap(other.count);
+  last.swap(other.last);
+}
+
 void SyncState::DropPending() {
   count = 0;
   has_dense = false;
-  row_pos.clear();
-  row_ids.clear();
-  rows.clear();
-  row_count.clear();
-  row_last.clear();
+  rows.Clear();
 }
 
 namespace {
@@ -345,30 +416,32 @@ Status NotSync(const Variable* var) {
 
 }  // namespace
 
-Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
+Status VariableStore::SyncPush(Variable* var, int64_t tag, bool sparse, const void* grad,
                                const int64_t* indices, size_t n, const void* rows, double lr,
                                bool has_lr, SyncResult* out) {
   if (!var->is_sync()) return NotSync(var);
-  if (var->spec.optimizer == Optimizer::kNone)
-    return FailedPrecondition("variable '" + var->spec.name +
-                              "' was registered without an optimizer; cannot apply a gradient");
-  if (!var->initialized.load(std::memory_order_acquire))
-    return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
+  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
   const DType dtype = var->spec.dtype;
   const size_t dsize = DTypeSize(dtype);
   size_t num_rows = 0, width = 0;
-  if (indices != nullptr) {
+  if (sparse) {
     if (var->spec.shape.empty())
       return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
     num_rows = static_cast<size_t>(var->spec.shape[0]);
     width = num_rows == 0 ? 0 : var->num_elements / num_rows;
+    if (n > 0 && (indices == nullptr || rows == nullptr))
+      return InvalidArgument("row-sparse gradient of '" + var->spec.name + "': " +
+                             std::to_string(n) + " indices but no index or row buffer");
     for (size_t j = 0; j < n; ++j) {
       if (indices[j] < 0 || static_cast<size_t>(indices[j]) >= num_rows)
         return InvalidArgument("variable '" + var->spec.name + "': index " +
                                std::to_string(indices[j]) + " at position " + std::to_string(j) +
                                " is out of range [0, " + std::to_string(num_rows) + ")");
     }
+  } else if (grad == nullptr && var->nbytes > 0) {
+    return InvalidArgument("dense gradient of '" + var->spec.name + "': no gradient buffer");
   }
+  const size_t row_bytes = width * dsize;
   SyncState& st = var->sync;
   std::lock_guard<std::mutex> l(st.mu);
   if (tag < st.step) {
@@ -377,50 +450,33 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
     out->count = st.count;
     return Status::Ok();
   }
-  if (tag > st.step) {
+  // Everything that can fail comes first (memory for the sum); only then is pending state
+  // dropped or summed into, so a refused gradient leaves the step's sum as it was.
+  const bool new_step = tag > st.step;
+  if (!sparse && st.dense.size() != var->nbytes && !st.dense.Allocate(var->nbytes))
+    return Status(Code::kResourceExhausted, "cannot allocate " + std::to_string(var->nbytes) +
+                                                " bytes to sum the gradients of '" +
+                                                var->spec.name + "'; the gradient was refused");
+  if (sparse && new_step) {
+    // The rows go into a fresh sum first; the old step's are dropped only once that worked.
+    RowSum fresh;
+    PSRT_RETURN_IF_ERROR(SumRows(var, indices, n, rows, 1, &fresh));
     st.DropPending();
-    st.step = tag;
-    st.cv.notify_all();
-  }
-  const size_t row_bytes = width * dsize;
-  if (indices == nullptr) {
-    if (st.dense.size() != var->nbytes && !st.dense.Allocate(var->nbytes))
-      return Status(Code::kResourceExhausted, "cannot allocate " + std::to_string(var->nbytes) +
-                                                  " bytes to sum the gradients of '" +
-                                                  var->spec.name + "'");
+    st.rows.Swap(fresh);
+  } else if (sparse) {
+    PSRT_RETURN_IF_ERROR(SumRows(var, indices, n, rows, st.count + 1, &st.rows));
+  } else {
+    if (new_step) st.DropPending();
     if (st.has_dense) {
       Add(dtype, st.dense.data(), grad, var->num_elements);
     } else {
-      std::memcpy(st.dense.data(), grad, var->nbytes);
+      if (var->nbytes > 0) std::memcpy(st.dense.data(), grad, var->nbytes);
       st.has_dense = true;
     }
-  } else {
-    const auto* src = static_cast<const uint8_t*>(rows);
-    const uint32_t this_grad = st.count + 1;
-    try {
-      for (size_t j = 0; j < n; ++j) {
-        auto it = st.row_pos.find(indices[j]);
-        if (it == st.row_pos.end()) {
-          st.row_pos.emplace(indices[j], st.row_ids.size());
-          st.row_ids.push_back(indices[j]);
-          st.rows.insert(st.rows.end(), src + j * row_bytes, src + (j + 1) * row_bytes);
-          st.row_count.push_back(1);
-          st.row_last.push_back(this_grad);
-        } else {
-          const size_t pos = it->second;
-          Add(dtype, st.rows.data() + pos * row_bytes, src + j * row_bytes, width);
-          if (st.row_last[pos] != this_grad) {  // a row repeated in one gradient counts once
-            st.row_last[pos] = this_grad;
-            ++st.row_count[pos];
-          }
-        }
-      }
-    } catch (const std::bad_alloc&) {
-      st.DropPending();
-      return Status(Code::kResourceExhausted, "out of memory summing the row gradients of '" +
-                                                  var->spec.name + "'; this step's gradients "
-                                                  "were dropped");
-    }
+  }
+  if (new_step) {
+    st.step = tag;
+    st.cv.notify_all();
   }
   ++st.count;
   out->accepted = true;
@@ -430,18 +486,19 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
     // gradients; a row-sparse one in the same step is added in as zeros elsewhere).
     const double k = st.count;
     if (st.has_dense) {
-      for (size_t j = 0; j < st.row_ids.size(); ++j)
-        Add(dtype, st.dense.data() + static_cast<size_t>(st.row_ids[j]) * row_bytes,
-            st.rows.data() + j * row_bytes, width);
+      for (size_t j = 0; j < st.rows.ids.size(); ++j)
+        Add(dtype, st.dense.data() + static_cast<size_t>(st.rows.ids[j]) * row_bytes,
+            st.rows.values.data() + j * row_bytes, width);
       Divide(dtype, st.dense.data(), var->num_elements, k);
       applied = ApplyDense(var, st.dense.data(), lr, has_lr);
     } else {
       // Row by row, as TF's SparseConditionalAccumulator ("average element-wise"): each row
-      // is divided by the number of gradients that held it.
-      for (size_t j = 0; j < st.row_ids.size(); ++j)
-        Divide(dtype, st.rows.data() + j * row_bytes, width, st.row_count[j]);
-      applied = ApplySparse(var, st.row_ids.data(), st.row_ids.size(), st.rows.data(), lr,
-                            has_lr);
+      // is divided by the number of gradients that held it. The row ids are unique, so the
+      // apply needs no scratch memory and cannot fail for lack of it.
+      for (size_t j = 0; j < st.rows.ids.size(); ++j)
+        Divide(dtype, st.rows.values.data() + j * row_bytes, width, st.rows.count[j]);
+      applied = ApplyRows(var, st.rows.ids.data(), st.rows.ids.size(), st.rows.values.data(),
+                          lr, has_lr, true);
     }
     st.DropPending();
     if (applied.ok()) ++st.step;
@@ -450,6 +507,52 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, const void* grad,
   out->step = st.step;
   out->count = st.count;
   return applied;
+}
+
+Status VariableStore::SumRows(const Variable* var, const int64_t* indices, size_t n,
+                              const void* rows, uint32_t this_grad, RowSum* sum) {
+  const DType dtype = var->spec.dtype;
+  const size_t num_rows = static_cast<size_t>(var->spec.shape[0]);
+  const size_t width = num_rows == 0 ? 0 : var->num_elements / num_rows;
+  const size_t row_bytes = width * DTypeSize(dtype);
+  const auto* src = static_cast<const uint8_t*>(rows);
+  // Phase 1, may throw: new row ids enter `pos`, and every vector gets its final capacity.
+  // On failure the new ids are taken out again and nothing else has changed.
+  std::vector<int64_t> fresh;
+  try {
+    fresh.reserve(n);
+    for (size_t j = 0; j < n; ++j) {
+      if (sum->pos.emplace(indices[j], sum->ids.size() + fresh.size()).second)
+        fresh.push_back(indices[j]);
+    }
+    const size_t total = sum->ids.size() + fresh.size();
+    sum->ids.reserve(total);
+    sum->values.reserve(total * row_bytes);
+    sum->count.reserve(total);
+    sum->last.reserve(total);
+  } catch (const std::bad_alloc&) {
+    for (int64_t id : fresh) sum->pos.erase(id);
+    return Status(Code::kResourceExhausted,
+                  "out of memory summing " + std::to_string(n) + " row gradients of '" +
+                      var->spec.name + "'; the gradient was refused");
+  }
+  // Phase 2, cannot throw (capacity is reserved): new rows start at zero, then every row of
+  // the gradient is added in.
+  for (int64_t id : fresh) {
+    sum->ids.push_back(id);
+    sum->values.resize(sum->values.size() + row_bytes, 0);
+    sum->count.push_back(0);
+    sum->last.push_back(0);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const size_t pos = sum->pos.find(indices[j])->second;
+    Add(dtype, sum->values.data() + pos * row_bytes, src + j * row_bytes, width);
+    if (sum->last[pos] != this_grad) {  // a row repeated in one gradient counts once
+      sum->last[pos] = this_grad;
+      ++sum->count[pos];
+    }
+  }
+  return Status::Ok();
 }
 
 Status VariableStore::SyncStepIncrement(Variable* var, int64_t tag, SyncResult* out) {

@@ -25,13 +25,14 @@
 
 namespace psrt {
 
-// 64-byte aligned, zero-initialized bytes.
+// 64-byte aligned, zero-initialized bytes. Allocation is explicit (no allocating constructor),
+// so every caller sees its failure.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t n) { Allocate(n); }
   ~AlignedBuffer();
-  // Replaces the contents with n zero bytes; false when out of memory.
+  // Replaces the contents with n zero bytes. False when out of memory; the old contents are
+  // then kept.
   bool Allocate(size_t n);
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
@@ -46,6 +47,18 @@ class AlignedBuffer {
 // The slot index Pull/Assign use for Adam's (beta1_power, beta2_power), float64[2].
 constexpr uint8_t kOptimizerStateSlot = 255;
 
+// The summed row-sparse gradients of one synchronous step.
+struct RowSum {
+  std::unordered_map<int64_t, size_t> pos;  // row index -> its position in ids/values
+  std::vector<int64_t> ids;       // row indices, first-seen order
+  std::vector<uint8_t> values;    // their summed values, row after row
+  std::vector<uint32_t> count;    // how many of the gradients held each row
+  std::vector<uint32_t> last;     // the gradient (1-based) that last counted each row
+
+  void Clear();
+  void Swap(RowSum& other) noexcept;
+};
+
 // Synchronous training state of one variable (SyncReplicasOptimizer's accumulator), guarded
 // by mu. For an int64 scalar (the global step) only `count` is used: its value is its step.
 struct SyncState {
@@ -55,11 +68,7 @@ struct SyncState {
   uint32_t count = 0;             // fresh gradients collected for `step`
   bool has_dense = false;         // `dense` holds the sum of this step's dense gradients
   AlignedBuffer dense;
-  std::unordered_map<int64_t, size_t> row_pos;  // row index -> its position in row_ids/rows
-  std::vector<int64_t> row_ids;   // rows of this step's row-sparse gradients, first-seen order
-  std::vector<uint8_t> rows;      // their summed values, row after row
-  std::vector<uint32_t> row_count;  // how many of the gradients held each row
-  std::vector<uint32_t> row_last;   // the gradient (1-based) that last counted each row
+  RowSum rows;                    // this step's row-sparse gradients
 
   void DropPending();             // requires mu
 };
@@ -111,7 +120,9 @@ class VariableStore {
 
   // Applies the variable's optimizer to a dense gradient of var->nbytes bytes.
   Status ApplyDense(Variable* var, const void* grad, double lr, bool has_lr);
-  // Row-sparse update: var viewed as [shape[0], rest].
+  // Row-sparse update: var viewed as [shape[0], rest]; duplicate indices are summed. Every
+  // index is checked (InvalidArgument naming it) before anything, Adam's beta powers included,
+  // is written; n = 0 applies nothing but still advances Adam's beta powers, as TF.
   Status ApplySparse(Variable* var, const int64_t* indices, size_t n, const void* rows,
                      double lr, bool has_lr);
   // Copies `bytes` into slot `slot` (0: value; marks initialized). kOptimizerStateSlot sets
@@ -128,8 +139,11 @@ class VariableStore {
   // variable moves to `tag`; then it is summed in. When replicas_to_aggregate gradients are in,
   // their mean is applied with the variable's optimizer and the step advances. Indices are all
   // checked before anything is summed.
-  Status SyncPush(Variable* var, int64_t tag, const void* grad, const int64_t* indices,
-                  size_t n, const void* rows, double lr, bool has_lr, SyncResult* out);
+  // `sparse`: indices/rows hold the gradient (n = 0 is an empty gradient, counted like any
+  // other); else grad holds var->nbytes bytes. A refused gradient changes nothing.
+  Status SyncPush(Variable* var, int64_t tag, bool sparse, const void* grad,
+                  const int64_t* indices, size_t n, const void* rows, double lr, bool has_lr,
+                  SyncResult* out);
   // The global step's tagged increment: tag < value is stale; tag == value counts, and the
   // replicas_to_aggregate-th count sets value = tag + 1; tag > value is Aborted (the step was
   // restored under the worker).
@@ -156,6 +170,17 @@ class VariableStore {
   size_t size() const { return count_.load(std::memory_order_acquire); }
 
  private:
+  // Allocates and publishes a new variable; requires registry_mu_. ResourceExhausted naming
+  // the variable and the bytes asked for when memory runs out, and then nothing is registered.
+  Status CreateLocked(const VarSpec& spec, Variable** out);
+  // Adds a row-sparse gradient (indices checked) into *sum as gradient number `this_grad` of
+  // its step. Either all of it is added or, out of memory (ResourceExhausted), nothing changes.
+  static Status SumRows(const Variable* var, const int64_t* indices, size_t n, const void* rows,
+                        uint32_t this_grad, RowSum* sum);
+  // ApplySparse; `known_unique`: the caller guarantees no index repeats.
+  Status ApplyRows(Variable* var, const int64_t* indices, size_t n, const void* rows, double lr,
+                   bool has_lr, bool known_unique);
+
   static constexpr size_t kChunkBits = 10;
   static constexpr size_t kChunkSize = size_t{1} << kChunkBits;
   static constexpr size_t kMaxChunks = 4096;  // 4M variables per ps task

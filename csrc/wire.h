@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -158,6 +159,42 @@ inline Status CheckHeader(const Header& h, uint64_t max_payload) {
   return Status::Ok();
 }
 
+// True when s[0, n) is well-formed UTF-8 (no overlongs, surrogates or code points past
+// U+10FFFF). Names reach Python as str: one that cannot be decoded there is refused at the
+// wire instead of raising later (in list_variables, or the ps task's join() loop).
+inline bool IsUtf8(const uint8_t* s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    const uint8_t c = s[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 // ---- Payload records -------------------------------------------------------------------
 // A small append/read cursor for the variable-length records (VarSpec, VarInfo). All integers
 // little-endian, no padding.
@@ -253,6 +290,20 @@ struct VarSpec {
     uint8_t dt, rank, opt;
     if (!r->GetString(&name, kMaxNameLength) || name.empty())
       return InvalidArgument("register: bad variable name (empty or longer than 1024 bytes)");
+    if (!IsUtf8(reinterpret_cast<const uint8_t*>(name.data()), name.size())) {
+      std::string shown;  // printable ASCII as is, every other byte as \xNN
+      for (unsigned char c : name) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+          shown += static_cast<char>(c);
+        } else {
+          char buf[8];
+          snprintf(buf, sizeof buf, "\\x%02x", c);
+          shown += buf;
+        }
+      }
+      name.clear();
+      return InvalidArgument("register: variable name '" + shown + "' is not valid UTF-8");
+    }
     if (!r->Get(&dt) || !r->Get(&rank)) return InvalidArgument("register: truncated spec");
     if (dt < 1 || dt > 3)
       return InvalidArgument("register '" + name + "': unknown dtype code " + std::to_string(dt));

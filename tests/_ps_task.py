@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -34,13 +35,21 @@ class PsProcess:
         task: The task index the server reports in HELLO.
         max_payload: The server's frame size limit in bytes (None: the core's default).
         cpu: Pin the process to this CPU (benchmarks), or None.
+        nofile: Limit the process to this many file descriptors (RLIMIT_NOFILE), or None.
+        address_space_extra: Limit the process's address space (RLIMIT_AS) to what it uses
+            once started plus this many bytes, or None: allocations past it fail.
     """
 
     def __init__(self, port: int = 0, task: int = 0, max_payload: int | None = None,
-                 cpu: int | None = None) -> None:
+                 cpu: int | None = None, nofile: int | None = None,
+                 address_space_extra: int | None = None) -> None:
         cmd = [sys.executable, __file__, "--port", str(port), "--task", str(task)]
         if max_payload is not None:
             cmd += ["--max-payload", str(max_payload)]
+        if nofile is not None:
+            cmd += ["--nofile", str(nofile)]
+        if address_space_extra is not None:
+            cmd += ["--address-space-extra", str(address_space_extra)]
         env = dict(os.environ)
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
         preexec = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
@@ -95,6 +104,8 @@ def main() -> None:
     parser.add_argument("--job", default="ps")
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--max-payload", type=int, default=None)
+    parser.add_argument("--nofile", type=int, default=None)
+    parser.add_argument("--address-space-extra", type=int, default=None)
     args = parser.parse_args()
 
     from psrt import _core
@@ -110,6 +121,13 @@ def main() -> None:
         stop.set()
 
     threading.Thread(target=watch_stdin, daemon=True).start()
+    if args.nofile is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
+    if args.address_space_extra is not None:
+        with open("/proc/self/status") as f:
+            vm_kb = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+        limit = vm_kb * 1024 + args.address_space_extra
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     print(server.port, flush=True)
     while not stop.is_set():
         server.wait(0.05)

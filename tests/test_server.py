@@ -11,6 +11,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,7 +22,7 @@ import pytest
 import psrt
 from psrt import errors
 
-from _cluster import LOCALHOST, fresh_graph, read_line, reap, spawn  # noqa: F401
+from _cluster import LOCALHOST, _child_env, fresh_graph, read_line, reap, spawn  # noqa: F401
 
 TWO_JOBS = {"ps": ["127.0.0.1:0", "127.0.0.1:0"], "worker": ["127.0.0.1:0"]}
 
@@ -261,3 +263,32 @@ def test_join_returns_when_all_workers_are_done(fresh_graph):
         worker.stop()
     finally:
         reap(proc)
+
+
+STOP_WHILE_JOINING = """
+import threading, psrt
+s = psrt.train.Server({'ps': ['127.0.0.1:0']})
+threading.Thread(target=s.stop, daemon=True).start()
+s.join()
+print("joined")
+"""
+
+
+def test_stop_from_a_daemon_thread_while_joining_exits_cleanly():
+    # The main thread leaves join() as soon as the server is stopped and the interpreter exits
+    # while the daemon thread that called stop() is still taking the GIL back. That aborted
+    # the process ("terminate called without an active exception") in about 1 run in 3: the
+    # thread's exit unwound through the GIL guard's destructor. 16 runs, two at a time.
+    failures = []
+    for _ in range(8):
+        procs = [subprocess.Popen([sys.executable, "-c", STOP_WHILE_JOINING], env=_child_env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=60)
+            finally:
+                reap(proc)
+            if proc.returncode != 0 or out.strip() != "joined":
+                failures.append((proc.returncode, err.strip()[-300:]))
+    assert failures == []

@@ -11,16 +11,21 @@ no stored value (variables, optimizer slots, global step) changed.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import socket
 import struct
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
 import _frames as fr
-from _ps_task import PsProcess
-from psrt import _core
+from _ps_task import SRC, PsProcess
+from psrt import _core, errors
 
 MAX_PAYLOAD = 1 << 20
 W_SHAPE = (4, 3)           # float32, Adagrad: 48 bytes
@@ -116,11 +121,14 @@ def assert_in_step(sock):
     assert got[0]["status"] == fr.OK and got[0]["request_id"] == 4242
 
 
-def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None) -> bytes:
+def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None, lr=0.1,
+             replicas=0, total=0) -> bytes:
+    """A VarSpec (docs/protocol.md); optimizer codes: 1 GD, 2 Adagrad, 3 Momentum, 4 Adam."""
     rank = len(shape) if rank is None else rank
     return (struct.pack("<H", len(name)) + name + struct.pack("<BB", dtype, rank) +
             b"".join(struct.pack("<q", d) for d in shape) + struct.pack("<BBB", optimizer, 0, 0) +
-            struct.pack("<6d", 0.1, 0.0, 0.9, 0.999, 1e-8, 0.0) + struct.pack("<2I", 0, 0))
+            struct.pack("<6d", lr, 0.0, 0.9, 0.999, 1e-8, 0.0) +
+            struct.pack("<2I", replicas, total))
 
 
 # ---- A bad fixed header: one error reply, then the connection is closed -------------------
@@ -139,6 +147,8 @@ BAD_HEADERS = [
      fr.INVALID_ARGUMENT, ["dtype code 9"]),
     ("status on request", lambda ids: fr.header(fr.PING, status=99), fr.INVALID_ARGUMENT,
      ["status code 99"]),
+    ("status 3 on request", lambda ids: fr.header(fr.PING, status=3), fr.INVALID_ARGUMENT,
+     ["status code 3", "requests must carry 0"]),
     ("reserved", lambda ids: fr.header(fr.PING, reserved=1), fr.INVALID_ARGUMENT, ["reserved"]),
     ("reserved2", lambda ids: fr.header(fr.PING, reserved2=5), fr.INVALID_ARGUMENT,
      ["reserved"]),
@@ -316,6 +326,18 @@ PER_OP = [
     ("register int64 with optimizer",
      lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", dtype=fr.INT64, optimizer=1)),
      fr.INVALID_ARGUMENT, ["'X'", "int64"]),
+    ("register name not utf-8",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"X\xff\xfe")), fr.INVALID_ARGUMENT,
+     ["variable name 'X\\xff\\xfe'", "not valid UTF-8"]),
+    ("register overlong utf-8 name",
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"\xc0\xaf")), fr.INVALID_ARGUMENT,
+     ["not valid UTF-8"]),
+    ("pull optimizer state of a non-Adam variable",
+     lambda ids: fr.frame(fr.PULL, var_id=ids["W"], slot=255), fr.INVALID_ARGUMENT,
+     ["'W'", "Adagrad", "Adam's beta powers only"]),
+    ("assign optimizer state of a non-Adam variable",
+     lambda ids: fr.frame(fr.ASSIGN, nan_bytes(16), var_id=ids["W"], dtype=fr.FLOAT32,
+                          slot=255), fr.INVALID_ARGUMENT, ["'W'", "Adam's beta powers only"]),
     ("register unknown optimizer",
      lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", optimizer=9)),
      fr.INVALID_ARGUMENT, ["'X'", "optimizer code 9"]),
@@ -461,3 +483,231 @@ def test_fuzz_random_frames(ps, cluster):
                            fr.PING, fr.WORKER_DONE), h
     sock.close()
     assert closed > 0
+
+
+# ---- Regressions: frames and calls that crashed a ps or wrote on refusal -----------------
+
+@pytest.fixture
+def own_ps():
+    """Starts extra ps processes (PsProcess keyword arguments); stops them by PID and closes
+    every socket `make.connect` opened, also when the test failed."""
+    made: list[PsProcess] = []
+    socks: list[socket.socket] = []
+
+    def make(**kw) -> PsProcess:
+        made.append(PsProcess(**kw))
+        return made[-1]
+
+    def connect(proc: PsProcess) -> socket.socket:
+        socks.append(fr.connect(proc.address))
+        return socks[-1]
+
+    make.connect = connect  # type: ignore[attr-defined]
+    yield make
+    for sock in socks:
+        sock.close()
+    for proc in made:
+        proc.stop()
+
+
+def request(sock, op, payload=b"", **fields):
+    """Sends one frame and returns its reply (header, payload); fails if the ps closed."""
+    sock.sendall(fr.frame(op, payload, **fields))
+    got = fr.read_frame(sock)
+    assert got is not None, "the ps closed the connection"
+    return got
+
+
+def register(sock, spec: bytes, init: bytes | None = None) -> int:
+    h, msg = request(sock, fr.REGISTER, spec + (init if init is not None else b""), flags=fr.F_INIT if init is not None else 0)
+    assert h["status"] == fr.OK, msg
+    return h["var_id"]
+
+
+def pull(sock, var_id: int, slot: int = 0) -> bytes:
+    h, payload = request(sock, fr.PULL, var_id=var_id, slot=slot)
+    assert h["status"] == fr.OK, payload
+    return payload
+
+
+def test_empty_sparse_step_tagged_push_is_a_no_op(own_ps):
+    # Once a SIGSEGV: the server handed the store a null gradient, which copied from it.
+    proc = own_ps()
+    sock = own_ps.connect(proc)
+    e0 = np.arange(8, dtype=np.float32)
+    sid = register(sock, var_spec(b"S", shape=(4, 2), lr=1.0, replicas=1, total=1), e0.tobytes())
+    h, _ = request(sock, fr.PUSH, var_id=sid, dtype=fr.FLOAT32,
+                   flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=0, step=0)
+    assert h["status"] == fr.OK
+    assert h["flags"] & fr.F_STEP_TAGGED, "an empty gradient counts as the replica's gradient"
+    assert h["step"] == 1  # R = 1: the (empty) mean was applied and the step advanced
+    assert pull(sock, sid) == e0.tobytes()
+    # R = 2: an empty gradient and one row; the row is averaged over the one gradient
+    # that held it (TF's SparseConditionalAccumulator), the other rows stay.
+    s2 = register(sock, var_spec(b"S2", shape=(4, 2), lr=1.0, replicas=2, total=2),
+                  e0.tobytes())
+    h, _ = request(sock, fr.PUSH, var_id=s2, dtype=fr.FLOAT32,
+                   flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=0, step=0)
+    assert (h["status"], h["step"], h["count"]) == (fr.OK, 0, 1)
+    row = np.array([4, 8], np.float32)
+    h, _ = request(sock, fr.PUSH, struct.pack("<q", 2) + row.tobytes(), var_id=s2,
+                   dtype=fr.FLOAT32, flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=1, step=0)
+    assert (h["status"], h["step"]) == (fr.OK, 1)
+    want = e0.reshape(4, 2).copy()
+    want[2] -= row
+    assert np.frombuffer(pull(sock, s2), np.float32).tolist() == want.ravel().tolist()
+    # A dense tagged gradient of a variable with no elements: an empty payload too.
+    z = register(sock, var_spec(b"Z", shape=(0,), lr=1.0, replicas=1, total=1), b"")
+    h, _ = request(sock, fr.PUSH, var_id=z, dtype=fr.FLOAT32, flags=fr.F_STEP_TAGGED, step=0)
+    assert (h["status"], h["step"]) == (fr.OK, 1)
+    assert proc.alive(), proc.stderr()
+
+
+EMPTY_SLICES_SCRIPT = """
+import numpy as np, psrt
+gs = psrt.train.get_or_create_global_step()
+emb = psrt.Variable(np.arange(12, dtype=np.float32).reshape(6, 2), name="emb")
+opt = psrt.train.SyncReplicasOptimizer(psrt.train.GradientDescentOptimizer(0.5), 1, 1)
+empty = psrt.IndexedSlices(np.zeros((0, 2), np.float32), np.zeros(0, np.int64))
+train = opt.minimize(lambda e: (0.0, [empty]), global_step=gs, var_list=[emb])
+with psrt.Session("") as sess:
+    sess.run(psrt.global_variables_initializer())
+    for _ in range(3):
+        sess.run(train)
+    print("RESULT", sess.run(gs), sess.run(emb).ravel().tolist())
+"""
+
+
+def test_sync_replicas_with_an_empty_indexed_slices_trains_on():
+    # Through the public API the same frame ended the process with signal 11. A subprocess,
+    # so a crash fails this test instead of ending the test run.
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run([sys.executable, "-c", EMPTY_SLICES_SCRIPT], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT"))
+    assert line == "RESULT 3 " + str([float(i) for i in range(12)])
+
+
+def test_failed_slot_allocation_is_resource_exhausted_and_registers_nothing(own_ps):
+    # Under an address-space limit a float32[2**27] Adam variable gets its value (512 MiB)
+    # but not its first slot: once a write through a null pointer in the slot fill.
+    proc = own_ps(address_space_extra=700 << 20)
+    client = _core.Client("worker", 0)
+    client.timeout = 30.0
+    client.connect(0, proc.address, 10.0)
+    with pytest.raises(errors.ResourceExhaustedError) as e:
+        client.register([(0, "big", "float32", [1 << 27], "Adam", {"learning_rate": 0.1},
+                          None)])
+    msg = str(e.value)
+    assert "'big'" in msg and str(1 << 29) in msg and "nothing was registered" in msg, msg
+    assert [v["name"] for v in client.list_variables(0)] == []
+    # The ps goes on: a variable that fits registers, trains and reads back.
+    [(h, _)] = client.register([(0, "small", "float32", [4], "Adam", {"learning_rate": 0.1},
+                                 np.ones(4, np.float32))])
+    client.push([h], [np.ones(4, np.float32)])
+    out = np.empty(4, np.float32)
+    client.pull([h], [out])
+    np.testing.assert_allclose(out, 0.9, rtol=1e-6)  # Adam's first step moves by ~lr
+    assert [v["name"] for v in client.list_variables(0)] == ["small"]
+    client.close()
+    assert proc.alive(), proc.stderr()
+
+
+def test_refused_sparse_adam_push_leaves_beta_powers_and_slots(own_ps):
+    # An index out of range was refused with INVALID_ARGUMENT but had already advanced Adam's
+    # beta powers: every later update then used the wrong step size.
+    proc = own_ps()
+    sock = own_ps.connect(proc)
+    a = register(sock, var_spec(b"A", shape=(4, 2), optimizer=4), np.ones(8, np.float32).tobytes())
+    before = [pull(sock, a, slot) for slot in (0, 1, 2, 255)]
+    rows = np.full((2, 2), 3.0, np.float32).tobytes()
+    for indices in ((0, 4), (-1, 1), (1, 2**40)):
+        h, msg = request(sock, fr.PUSH, struct.pack("<2q", *indices) + rows, var_id=a,
+                         dtype=fr.FLOAT32, flags=fr.F_SPARSE, count=2)
+        assert h["status"] == fr.INVALID_ARGUMENT and b"out of range" in msg, msg
+    assert [pull(sock, a, slot) for slot in (0, 1, 2, 255)] == before
+    assert struct.unpack("<2d", before[3]) == (0.9, 0.999)
+    # A good sparse push then advances the powers exactly once.
+    h, _ = request(sock, fr.PUSH, struct.pack("<2q", 0, 3) + rows, var_id=a, dtype=fr.FLOAT32,
+                   flags=fr.F_SPARSE, count=2)
+    assert h["status"] == fr.OK
+    assert struct.unpack("<2d", pull(sock, a, 255)) == (0.9 * 0.9, 0.999 * 0.999)
+
+
+def test_refused_sync_gradient_leaves_the_pending_step(own_ps):
+    # A synchronous gradient refused for a bad index, also one tagged with a newer step,
+    # neither counts nor drops what the step has collected so far.
+    proc = own_ps()
+    sock = own_ps.connect(proc)
+    e0 = np.zeros(8, np.float32)
+    s = register(sock, var_spec(b"S", shape=(4, 2), lr=1.0, replicas=2, total=2), e0.tobytes())
+    one = struct.pack("<q", 1) + np.ones(2, np.float32).tobytes()
+    h, _ = request(sock, fr.PUSH, one, var_id=s, dtype=fr.FLOAT32,
+                   flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=1, step=0)
+    assert (h["status"], h["step"], h["count"]) == (fr.OK, 0, 1)
+    bad = struct.pack("<q", 9) + np.ones(2, np.float32).tobytes()
+    for tag in (0, 5):
+        h, msg = request(sock, fr.PUSH, bad, var_id=s, dtype=fr.FLOAT32,
+                         flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=1, step=tag)
+        assert h["status"] == fr.INVALID_ARGUMENT and b"index 9" in msg, msg
+    h, _ = request(sock, fr.PUSH, one, var_id=s, dtype=fr.FLOAT32,
+                   flags=fr.F_SPARSE | fr.F_STEP_TAGGED, count=1, step=0)
+    assert (h["status"], h["step"]) == (fr.OK, 1)  # the first gradient was still pending
+    assert np.frombuffer(pull(sock, s), np.float32).tolist() == [0, 0, -1, -1, 0, 0, 0, 0]
+
+
+def test_name_that_is_not_utf8_is_refused_and_list_still_works(ps, cluster):
+    client, _, _ = cluster
+    with contextlib.closing(fr.connect(ps.address)) as sock:
+        h, msg = request(sock, fr.REGISTER, var_spec(b"bad\xff", shape=(1,)))
+    assert h["status"] == fr.INVALID_ARGUMENT and b"not valid UTF-8" in msg
+    names = [v["name"] for v in client.list_variables(0)]  # once a UnicodeDecodeError
+    assert names == ["W", "E", "D", "global_step"]
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_descriptors_backs_off_and_serves_open_connections(own_ps):
+    # With RLIMIT_NOFILE 64 and 100 idle peers accept() fails with EMFILE; the accept loop
+    # used to poll and retry at once, 100 % of a CPU, forever.
+    proc = own_ps(nofile=64)
+    worker = own_ps.connect(proc)
+    with contextlib.ExitStack() as idle_socks:
+        idle = [idle_socks.enter_context(
+            socket.create_connection(("127.0.0.1", proc.port), timeout=5)) for _ in range(100)]
+        time.sleep(0.5)  # the ps accepts what it can and runs out of descriptors
+        cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(2.0)
+        busy = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
+        assert busy < 0.25, f"the ps used {busy:.0%} of a CPU while out of descriptors"
+        assert_in_step(worker)  # the connection it had is still served
+        # Peers past the limit are told why, not left hanging.
+        refused = 0
+        for sock in idle:
+            sock.setblocking(False)
+            try:
+                data = sock.recv(4096)
+            except (BlockingIOError, ConnectionResetError):
+                continue
+            if data[:4] == struct.pack("<I", fr.MAGIC):
+                hdr = fr.decode(data[:64])
+                assert hdr["status"] == 14, hdr
+                assert b"cannot take another connection" in data[64:], data
+                refused += 1
+        assert refused >= 1
+    # Once descriptors are free again new workers get in.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            late = own_ps.connect(proc)
+            break
+        except (AssertionError, OSError):
+            assert time.monotonic() < deadline, "no new connection served after the peers left"
+            time.sleep(0.2)
+    assert_in_step(late)
+    assert proc.alive(), proc.stderr()
