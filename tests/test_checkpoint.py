@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import textwrap
 import time
 
+import crc32c
 import numpy as np
 import pytest
 import safetensors
@@ -141,7 +143,11 @@ def test_write_read_round_trip_dtypes_and_scalars(tmp_path):
     np.testing.assert_array_equal(plain["hid_w"], tensors["hid_w"])
     assert plain["ids"].dtype == np.int64
     with safetensors.safe_open(str(path), framework="np") as f:
-        assert f.metadata() == {"format": "psrt-ckpt-1", "global_step": "150"}
+        meta = f.metadata()
+    # The checksum table: CRC-32C of each tensor's little-endian C-order bytes, by name.
+    assert json.loads(meta.pop("crc32c")) == {
+        k: crc32c.crc32c(np.asarray(v).tobytes()) for k, v in tensors.items()}
+    assert meta == {"format": "psrt-ckpt-1", "global_step": "150"}
     assert listdir(tmp_path) == ["model.ckpt-150"]  # no temporary file left
 
 
@@ -336,7 +342,9 @@ def test_load_checkpoint_reader_and_utils(tmp_path):
         assert dtypes["W"] == np.float32 and dtypes["table"] == np.float64
         assert dtypes["global_step"] == np.int64
         np.testing.assert_array_equal(reader.get_tensor("W/Adam"), sess.values["W/Adam"])
-    assert reader.metadata == {"format": "psrt-ckpt-1", "global_step": "150"}
+    meta = reader.metadata
+    assert sorted(json.loads(meta.pop("crc32c"))) == sorted(reader.get_variable_to_shape_map())
+    assert meta == {"format": "psrt-ckpt-1", "global_step": "150"}
     assert reader.debug_string().splitlines()[0] == b"W (float32) [4, 3]"
 
     assert ckpt.list_variables(tmp_path) == [
@@ -391,7 +399,8 @@ def test_saver_global_step_variable_and_padding(tmp_path):
     path = saver.save(sess, str(tmp_path / "plain"))
     assert path == str(tmp_path / "plain")
     with safetensors.safe_open(path, framework="np") as f:
-        assert f.metadata() == {"format": "psrt-ckpt-1"}
+        assert sorted(f.metadata()) == ["crc32c", "format"]
+        assert f.metadata()["format"] == "psrt-ckpt-1"
 
 
 def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):

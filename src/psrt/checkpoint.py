@@ -5,8 +5,27 @@ pair) holding every variable, every optimizer slot (``"W/Adagrad"``, ``"W/Moment
 ``"W/Adam"``, ``"W/Adam_1"``) and any optimizer non-slot state (``"beta1_power"``) under
 its TF name. Tensors are addressed by name, never by ps task, so a checkpoint written by
 a cluster with 2 ps tasks restores into 1 or 3. The files open with the plain
-``safetensors`` library; their header metadata is ``{"format": "psrt-ckpt-1"}`` plus
-``"global_step"`` when the Saver was given one.
+``safetensors`` library. Their header metadata (safetensors allows str to str only) is:
+
+* ``"format"``: ``"psrt-ckpt-1"``;
+* ``"global_step"``: the step as a decimal string, when the Saver was given one;
+* ``"crc32c"``: one JSON object mapping every tensor's name to the CRC-32C (Castagnoli
+  polynomial; the plain value, not TF's masked one) of that tensor's data bytes exactly
+  as the file stores them (dense C order, little-endian), as an unsigned 32-bit int, e.g.
+  ``{"W":2020883037,"b":727758173}`` for ``W = np.arange(6, dtype=np.float32).reshape(2,
+  3)`` and ``b = np.zeros(3, np.float32)``. docs/checkpoints.md describes the format.
+
+Checksums copy TF's tensor bundle (``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``),
+whose index stores a crc32c per tensor that every read checks. Here too every read that
+returns tensor values (:meth:`Saver.restore`, :meth:`CheckpointReader.get_tensor`,
+:func:`load_variable`, :func:`read_checkpoint_file`) recomputes the checksum of each tensor
+it reads, and a mismatch, a truncated file or a tensor whose bytes cannot be read is
+:class:`psrt.errors.DataLossError` naming the file and the tensor; a mismatch also gives
+both checksums, in TF's words ("Checksum does not match: stored X vs. calculated on the
+restored bytes Y"). A ``"crc32c"`` table that does not parse, or whose names differ from
+the file's tensors, is DataLossError as well. Files written before psrt stored checksums
+(no ``"crc32c"`` key) are read as before, unverified. The checksums are computed by the
+``crc32c`` package (hardware CRC32 instructions where the CPU has them).
 
 Next to the checkpoints, the ``checkpoint`` state file is TF's ``CheckpointState`` in
 protobuf text format::
@@ -44,15 +63,18 @@ Public names and behaviour copy TF 1.x: ``tensorflow/python/training/saver.py``,
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import math
 import os
 import re
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Mapping
 
+import crc32c as _crc32c
 import numpy as np
 import safetensors
 import safetensors.numpy
@@ -81,6 +103,11 @@ _logger = logging.getLogger(__name__)
 
 FORMAT = "psrt-ckpt-1"
 """Value of the ``"format"`` metadata key in every checkpoint psrt writes."""
+
+CHECKSUMS_KEY = "crc32c"
+"""Metadata key of the checksum table: a JSON object of tensor name to the CRC-32C of its
+data bytes (unsigned 32-bit int). Absent from checkpoints written before psrt stored
+checksums, which are read unverified."""
 
 _DEFAULT_LATEST_FILENAME = "checkpoint"
 
@@ -246,12 +273,80 @@ def _normalize_tensor(name, value) -> np.ndarray:
     return arr
 
 
-def write_checkpoint_file(path, tensors, metadata=None) -> None:
-    """Writes one safetensors checkpoint file atomically.
+# --------------------------------------------------------------------------------------
+# Per-tensor checksums (TF's tensor bundle stores a crc32c per tensor, checked on read).
 
-    The file is written under a temporary name in the same directory, flushed, fsynced
-    and renamed over ``path``, then the directory is fsynced. A crash at any point leaves
-    either the old ``path`` (or none) or the complete new one, never a torn file.
+_UINT32_LIMIT = 1 << 32
+
+
+def _tensor_crc32c(arr: np.ndarray) -> int:
+    """CRC-32C of the bytes safetensors stores for ``arr``: dense C order, little-endian."""
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    # A uint8 view of the same memory, so nothing is copied; crc32c releases the GIL for
+    # buffers of 32 KiB and more.
+    return int(_crc32c.crc32c(arr.reshape(-1).view(np.uint8)))
+
+
+def _encode_checksums(arrays: Mapping) -> str:
+    return json.dumps({name: _tensor_crc32c(arr) for name, arr in arrays.items()},
+                      sort_keys=True, separators=(",", ":"))
+
+
+def _decode_checksums(metadata: Mapping, path: str, names) -> dict[str, int] | None:
+    """The checksum table of a file's header metadata, checked against its tensor names;
+    None for a file written without one.
+
+    Raises:
+        psrt.errors.DataLossError: The table does not parse, holds something other than
+            unsigned 32-bit ints, or its names differ from the file's tensors.
+    """
+    raw = metadata.get(CHECKSUMS_KEY)
+    if raw is None:
+        return None
+    try:
+        table = json.loads(raw)
+    except ValueError as e:
+        raise errors.DataLossError(
+            None, None, "Checkpoint %r: its checksum table (header metadata %r) is not valid "
+            "JSON: %s" % (path, CHECKSUMS_KEY, e)) from e
+    if not isinstance(table, dict) or not all(
+            type(v) is int and 0 <= v < _UINT32_LIMIT for v in table.values()):
+        raise errors.DataLossError(
+            None, None, "Checkpoint %r: its checksum table (header metadata %r) is not a JSON "
+            "object of tensor name to unsigned 32-bit int: %.200s" % (path, CHECKSUMS_KEY, raw))
+    names = set(names)
+    unchecked = names.difference(table)
+    unknown = set(table).difference(names)
+    if unchecked or unknown:
+        raise errors.DataLossError(
+            None, None, "Checkpoint %r: its checksum table (header metadata %r) does not match "
+            "its tensors: no checksum for %s; checksums of tensors not in the file: %s"
+            % (path, CHECKSUMS_KEY, _names_preview(unchecked), _names_preview(unknown)))
+    return table
+
+
+def _verify_tensor(path: str, name: str, value: np.ndarray, stored: int) -> None:
+    computed = _tensor_crc32c(value)
+    if computed != stored:
+        raise errors.DataLossError(
+            None, None, "Checkpoint %r, tensor %r (%s %s, %d bytes): Checksum does not match: "
+            "stored %d vs. calculated on the restored bytes %d"
+            % (path, name, value.dtype.name, _shape_str(value.shape), value.nbytes, stored,
+               computed))
+
+
+def write_checkpoint_file(path, tensors, metadata=None) -> None:
+    """Writes one safetensors checkpoint file atomically, with a checksum per tensor.
+
+    The header metadata gets the CRC-32C of each tensor's data bytes (the ``"crc32c"``
+    key; the module docstring gives the format), which every read checks, as TF's tensor
+    bundle does. The file is written under a temporary name in the same directory,
+    flushed, fsynced and renamed over ``path``, then the directory is fsynced. A crash at
+    any point leaves either the old ``path`` (or none) or the complete new one, never a
+    torn file.
 
     Args:
         path: Final file path (str or os.PathLike). Its directory must exist.
@@ -261,7 +356,9 @@ def write_checkpoint_file(path, tensors, metadata=None) -> None:
             big-endian arrays are copied to the dense little-endian layout safetensors
             stores.
         metadata: Optional mapping of str to str stored in the safetensors header.
-            ``"format": "psrt-ckpt-1"`` is added unless given.
+            ``"format": "psrt-ckpt-1"`` is added unless given. The ``"crc32c"`` entry is
+            always the checksum table of the tensors written (see the module docstring);
+            one given here (e.g. copied from another file's metadata) is replaced.
 
     Raises:
         TypeError: A name, value dtype or metadata entry has the wrong type.
@@ -284,6 +381,7 @@ def write_checkpoint_file(path, tensors, metadata=None) -> None:
             if not isinstance(k, str) or not isinstance(v, str):
                 raise TypeError("metadata must map str to str; got %r: %r" % (k, v))
         meta.update(metadata)
+    meta[CHECKSUMS_KEY] = _encode_checksums(arrays)
 
     # safetensors.numpy.save_file is not used: it renames its own ".tmpXXXXXX" file into
     # place, which a crash would leave behind under a name psrt cannot recognise.
@@ -297,6 +395,48 @@ def write_checkpoint_file(path, tensors, metadata=None) -> None:
     _atomic_write(path, write)
 
 
+# safetensors refuses headers larger than this; so does the diagnosis of a torn file.
+_MAX_HEADER_BYTES = 100_000_000
+
+
+def _describe_torn_file(path: str) -> str:
+    """Why a file whose header parses is no whole safetensors file: the tensors whose data
+    a truncated file cuts off, or the bytes after the last tensor. "" when the header
+    itself cannot be read (then safetensors' own message says why)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            length = int.from_bytes(fh.read(8), "little")
+            if size < 8 or length > min(size - 8, _MAX_HEADER_BYTES):
+                return ""
+            header = json.loads(fh.read(length))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(header, dict):
+        return ""
+    spans = []
+    for name, entry in header.items():
+        if name == "__metadata__" or not isinstance(entry, dict):
+            continue
+        offsets = entry.get("data_offsets")
+        if (isinstance(offsets, list) and len(offsets) == 2
+                and all(type(o) is int for o in offsets)):
+            spans.append((offsets[0], offsets[1], name))
+    data = size - 8 - length
+    end = max((e for _, e, _ in spans), default=0)
+    if data < end:
+        cut = sorted(t for t in spans if t[1] > data)
+        start, stop, first = cut[0]
+        return ("the file is truncated: %d of its %d data bytes are present, so tensor %r "
+                "(data bytes %d to %d)%s cannot be read"
+                % (data, end, first, start, stop,
+                   "" if len(cut) == 1 else " and %d more, %s," % (
+                       len(cut) - 1, _names_preview(n for _, _, n in cut[1:]))))
+    if data > end:
+        return "%d unexpected bytes follow the last tensor's data" % (data - end)
+    return ""
+
+
 def _open_checkpoint(path: str):
     """Opens a safetensors file, mapping failures to TF's reader errors."""
     try:
@@ -308,12 +448,42 @@ def _open_checkpoint(path: str):
     except OSError as e:
         raise _os_error(e, "Opening checkpoint", path) from e
     except safetensors.SafetensorError as e:
+        why = _describe_torn_file(path)
         raise errors.DataLossError(
-            None, None, "Checkpoint %r is not a valid safetensors file: %s" % (path, e)) from e
+            None, None, "Checkpoint %r is not a valid safetensors file: %s%s"
+            % (path, why + "; " if why else "", e)) from e
+
+
+def _read_tensors(path: str, names=None) -> dict[str, np.ndarray]:
+    """Reads tensors (all of them, in name order, for ``names`` None) and checks each one's
+    checksum when the file has a checksum table.
+
+    Raises:
+        psrt.errors.NotFoundError: ``path`` does not exist.
+        psrt.errors.DataLossError: Not a whole safetensors file, a bad checksum table, a
+            tensor that cannot be read, or a checksum mismatch (file and tensor named).
+    """
+    with _open_checkpoint(path) as f:
+        present = list(f.keys())
+        # The table is read from the same open as the data, so a file replaced since a
+        # CheckpointReader read its header is checked against its own checksums.
+        table = _decode_checksums(f.metadata() or {}, path, present)
+        out = {}
+        for name in sorted(present) if names is None else names:
+            try:
+                value = f.get_tensor(name)
+            except safetensors.SafetensorError as e:
+                raise errors.DataLossError(
+                    None, None, "Checkpoint %r: tensor %r could not be read: %s"
+                    % (path, name, e)) from e
+            if table is not None:
+                _verify_tensor(path, name, value, table[name])
+            out[name] = value
+        return out
 
 
 def read_checkpoint_file(path) -> dict[str, np.ndarray]:
-    """Reads every tensor of a safetensors checkpoint file.
+    """Reads every tensor of a safetensors checkpoint file, checking their checksums.
 
     Args:
         path: The checkpoint file (str or os.PathLike), e.g. ``"/train/model.ckpt-150"``.
@@ -323,15 +493,12 @@ def read_checkpoint_file(path) -> dict[str, np.ndarray]:
 
     Raises:
         psrt.errors.NotFoundError: ``path`` does not exist.
-        psrt.errors.DataLossError: ``path`` is not a whole safetensors file.
+        psrt.errors.DataLossError: ``path`` is not a whole safetensors file (a truncated
+            one names the tensors cut off), a tensor cannot be read, or a tensor's bytes
+            do not match its stored CRC-32C (file, tensor and both checksums named), as
+            TF's tensor bundle reader.
     """
-    path = os.fspath(path)
-    with _open_checkpoint(path) as f:
-        try:
-            return {name: f.get_tensor(name) for name in sorted(f.keys())}
-        except safetensors.SafetensorError as e:
-            raise errors.DataLossError(
-                None, None, "Checkpoint %r could not be read: %s" % (path, e)) from e
+    return _read_tensors(os.fspath(path))
 
 
 # --------------------------------------------------------------------------------------
@@ -804,21 +971,27 @@ def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2,
 class CheckpointReader:
     """Reads tensors from one checkpoint file, as TF's ``CheckpointReader``.
 
-    The header (names, shapes, dtypes) is read once on construction; each
-    :meth:`get_tensor` reads that tensor's bytes from the file.
+    The header (names, shapes, dtypes, checksum table) is read once on construction; each
+    :meth:`get_tensor` reads that tensor's bytes from the file and checks them against
+    the CRC-32C stored for it, as TF's tensor bundle reader does (files written without
+    checksums are read unverified).
 
     Args:
         path: The checkpoint file (str or os.PathLike).
 
     Raises:
         psrt.errors.NotFoundError: ``path`` does not exist.
-        psrt.errors.DataLossError: ``path`` is not a whole safetensors file.
+        psrt.errors.DataLossError: ``path`` is not a whole safetensors file (a truncated
+            one names the tensors cut off), or its checksum table does not parse or does
+            not name exactly its tensors.
+        psrt.errors.UnimplementedError: A tensor has a dtype numpy cannot hold.
     """
 
     def __init__(self, path) -> None:
         self._path = os.fspath(path)
         with _open_checkpoint(self._path) as f:
             self._metadata = dict(f.metadata() or {})
+            _decode_checksums(self._metadata, self._path, f.keys())
             self._shapes = {}
             self._dtypes = {}
             for name in f.keys():
@@ -840,7 +1013,7 @@ class CheckpointReader:
     @property
     def metadata(self) -> dict[str, str]:
         """The safetensors header metadata, e.g. ``{"format": "psrt-ckpt-1",
-        "global_step": "150"}`` (dict of str to str; a copy)."""
+        "global_step": "150", "crc32c": "{...}"}`` (dict of str to str; a copy)."""
         return dict(self._metadata)
 
     def has_tensor(self, name: str) -> bool:
@@ -867,21 +1040,20 @@ class CheckpointReader:
         Raises:
             psrt.errors.NotFoundError: No tensor ``name`` ("Key W not found in
                 checkpoint", TF's message), or the file has since been deleted.
-            psrt.errors.DataLossError: The file has been corrupted since it was opened.
+            psrt.errors.DataLossError: The tensor's bytes do not match the CRC-32C stored
+                for them ("Checksum does not match: stored X vs. calculated on the
+                restored bytes Y", with the file and tensor, as TF), they cannot be read,
+                or the file is no longer a whole safetensors file.
         """
         return self._get_tensors([name])[name]
 
     def _get_tensors(self, names) -> dict[str, np.ndarray]:
+        """Reads and checks ``names`` in one open of the file: all of them or an error."""
         for name in names:
             if name not in self._shapes:
                 raise errors.NotFoundError(
                     None, None, "Key %s not found in checkpoint %s" % (name, self._path))
-        with _open_checkpoint(self._path) as f:
-            try:
-                return {name: f.get_tensor(name) for name in names}
-            except safetensors.SafetensorError as e:
-                raise errors.DataLossError(
-                    None, None, "Checkpoint %r could not be read: %s" % (self._path, e)) from e
+        return _read_tensors(self._path, names)
 
     def debug_string(self) -> bytes:
         """One ``name (dtype) [shape]`` line per tensor, in name order (bytes, as TF)."""
@@ -907,12 +1079,14 @@ def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
             file names the latest one.
 
     Returns:
-        A :class:`CheckpointReader`.
+        A :class:`CheckpointReader`, which checks each tensor's checksum as it reads it.
+        For a directory, the latest checkpoint, as TF.
 
     Raises:
         ValueError: A directory with no state file, or whose latest checkpoint is gone.
         psrt.errors.NotFoundError: ``ckpt_dir_or_file`` is neither a directory nor a file.
-        psrt.errors.DataLossError: The file is not a whole safetensors file.
+        psrt.errors.DataLossError: The file is not a whole safetensors file, or its
+            checksum table is corrupt.
     """
     filename = _get_checkpoint_filename_for(ckpt_dir_or_file)
     if filename is None:
@@ -929,10 +1103,12 @@ def load_variable(ckpt_dir_or_file, name: str) -> np.ndarray:
         name: Tensor name; a TF-style ``":0"`` suffix is dropped.
 
     Returns:
-        A numpy array.
+        A numpy array with the stored shape and dtype.
 
     Raises:
         psrt.errors.NotFoundError: No such tensor or file.
+        psrt.errors.DataLossError: The tensor's bytes do not match their stored CRC-32C,
+            or the file is not a whole checkpoint (see :meth:`CheckpointReader.get_tensor`).
         ValueError: A directory without checkpoints.
     """
     if name.endswith(":0"):
@@ -948,6 +1124,10 @@ def list_variables(ckpt_dir_or_file) -> list[tuple[str, list[int]]]:
 
     Returns:
         ``[(name, shape), ...]`` sorted by name; shape is a list of int.
+
+    Raises:
+        psrt.errors.DataLossError: The file is not a whole safetensors file, or its
+            checksum table is corrupt (tensor data is not read, so not checked).
     """
     shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
     return [(name, shapes[name]) for name in sorted(shapes)]
@@ -1305,9 +1485,10 @@ class Saver:
         """Restores variables and their optimizer state, as ``tf.train.Saver.restore``.
 
         Every key the session expects (``sess._psrt_expected_state``) is checked against
-        the checkpoint's header (presence, shape, dtype) before any data is read or
-        assigned, so a failed restore leaves the session's variables untouched. Tensors
-        in the checkpoint that the session does not expect are ignored, as TF.
+        the checkpoint's header (presence, shape, dtype), then every tensor is read and its
+        CRC-32C checked (TF's tensor bundle check), all before anything is assigned: a
+        failed restore leaves the session's variables untouched. Tensors in the checkpoint
+        that the session does not expect are ignored, as TF.
 
         Args:
             sess: The psrt session.
@@ -1321,7 +1502,9 @@ class Saver:
                 holds TF's "Key W not found in checkpoint" and the keys present.
             psrt.errors.InvalidArgumentError: A stored shape or dtype differs from the
                 variable's (both are named).
-            psrt.errors.DataLossError: The file is not a whole safetensors file.
+            psrt.errors.DataLossError: ``save_path`` is corrupt: not a whole safetensors
+                file, or a tensor whose bytes do not match their CRC-32C (the message names
+                the file and the tensor, and for a mismatch both checksums).
         """
         variables = self._variables()
         if not variables:
@@ -1332,10 +1515,16 @@ class Saver:
         if not checkpoint_exists(save_path):
             raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
         _logger.info("Restoring parameters from %s", save_path)
+        expected = sess._psrt_expected_state(variables)
+        tensors = self._read_for_restore(save_path, expected)
+        sess._psrt_write_state(variables, tensors)
+
+    def _read_for_restore(self, save_path: str, expected: Mapping) -> dict[str, np.ndarray]:
+        """The checked tensors of ``save_path`` for the session's ``expected`` state, keyed
+        by session name and shaped as the variables; nothing is assigned."""
         reader = CheckpointReader(save_path)
         stored_shapes = reader.get_variable_to_shape_map()
         stored_dtypes = reader.get_variable_to_dtype_map()
-        expected = sess._psrt_expected_state(variables)
         wanted = {}
         for session_name, (shape, dtype) in expected.items():
             name = self._ckpt_name(session_name)
@@ -1364,11 +1553,11 @@ class Saver:
                     "not equal original dtype %s (variable %r, checkpoint %s)"
                     % (name, dtype.name, stored_dtypes[name].name, session_name, save_path))
             wanted[session_name] = (name, shape)
-        values = reader._get_tensors([name for name, _ in wanted.values()])
+        values = reader._get_tensors(list(dict.fromkeys(name for name, _ in wanted.values())))
         tensors = {}
         for session_name, (name, shape) in wanted.items():
             value = values[name]
             if value.shape != shape:
                 value = value.reshape(shape)
             tensors[session_name] = value
-        sess._psrt_write_state(variables, tensors)
+        return tensors
