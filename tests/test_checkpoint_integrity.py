@@ -1,15 +1,20 @@
 """Tests for psrt.checkpoint's integrity checks (issue 10, item 6): a CRC-32C per tensor in
 the header metadata, checked on every read, as TF's tensor bundle; DataLossError for a
-corrupt or truncated file.
+corrupt or truncated file; and, beyond TF, Saver.restore (so the chief of
+MonitoredTrainingSession, Supervisor and SessionManager) falling back to the newest intact
+checkpoint the state file lists.
 
 Files are corrupted the way a disk or a copy does it: bytes overwritten inside one tensor's
 data region (found from the safetensors header), or the file cut short. The fake session of
-tests/test_checkpoint.py stands in for psrt's session in the Saver tests.
+tests/test_checkpoint.py stands in for psrt's session in the Saver tests; the
+MonitoredTrainingSession and Supervisor tests run real ps subprocesses (tests/_mts_cluster.py,
+ports from the OS, reaped by PID), one test a whole chief process.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 
@@ -18,10 +23,18 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
+import psrt
 from psrt import checkpoint as ckpt
 from psrt import errors
 
+from _mts_cluster import (  # noqa: F401  (fixtures)
+    Job,
+    fresh_graph,
+    tasks,
+)
 from test_checkpoint import FakeSession, adam_model
+
+STATE_KEYS = ("W", "b", "W/Adagrad", "b/Adagrad", "global_step")
 CHECKSUM_MISMATCH = (r"Checksum does not match: stored (\d+) vs\. calculated on the restored "
                      r"bytes (\d+)")
 
@@ -71,6 +84,22 @@ def _assert_values(sess: FakeSession, want: dict[str, np.ndarray]) -> None:
     for k, v in want.items():
         assert sess.values[k].dtype == v.dtype, k
         np.testing.assert_array_equal(sess.values[k], v, err_msg=k)
+
+
+def _three_checkpoints(d) -> tuple[list, dict[int, dict[str, np.ndarray]], list[str]]:
+    """Saves an Adam model at steps 10, 20 and 30 with different values each time; returns
+    its variables, the values saved per step and the paths (oldest first)."""
+    sess, var_list = adam_model(seed=4)
+    saver = ckpt.Saver(var_list)
+    saved, paths = {}, []
+    for step in (10, 20, 30):
+        for k in sess.values:
+            if sess.values[k].dtype.kind == "f":
+                sess.values[k] = (sess.values[k] + step).astype(sess.values[k].dtype)
+        sess.values["global_step"] = np.array(step, dtype=np.int64)
+        paths.append(saver.save(sess, os.path.join(str(d), "model.ckpt"), global_step=step))
+        saved[step] = _snapshot(sess)
+    return var_list, saved, paths
 
 
 def _fresh_target(seed: int = 9) -> tuple[FakeSession, list]:
@@ -237,3 +266,199 @@ def test_checkpoint_without_checksums_loads_as_before(tmp_path):
     _corrupt(path, "table", "flip")
     changed = ckpt.load_variable(path, "table")
     assert not np.array_equal(changed, sess.values["table"])
+
+
+# ---- Saver.restore falls back to the newest intact listed checkpoint ----------------------------
+
+def test_restore_latest_falls_back_to_previous_intact_checkpoint(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="psrt")
+    var_list, saved, paths = _three_checkpoints(tmp_path)
+    _corrupt(paths[2], "W/Adam", "nan")
+
+    target, target_vars = _fresh_target()
+    latest = ckpt.latest_checkpoint(str(tmp_path))
+    assert latest == paths[2]
+    ckpt.Saver(target_vars).restore(target, latest)
+    _assert_values(target, saved[20])
+    assert target.writes == 1
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    text = warnings[0].getMessage()
+    assert paths[2] in text and "'W/Adam'" in text and "Checksum does not match" in text
+    assert "Restored %s instead" % paths[1] in text
+
+    # Two corrupt (one torn, one flipped): the oldest is used, each failure is logged.
+    caplog.clear()
+    raw = _bytes(paths[1])
+    with open(paths[1], "wb") as f:
+        f.write(raw[:-1])
+    target, target_vars = _fresh_target()
+    ckpt.Saver(target_vars).restore(target, latest)
+    _assert_values(target, saved[10])
+    text = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert "Older checkpoint %s, tried because %s is corrupt, cannot be restored" % (
+        paths[1], paths[2]) in text
+    assert "truncated" in text and "Restored %s instead" % paths[0] in text
+
+
+def test_restore_with_every_listed_checkpoint_corrupt_is_data_loss(tmp_path):
+    var_list, saved, paths = _three_checkpoints(tmp_path)
+    _corrupt(paths[2], "W", "flip")
+    _corrupt(paths[1], "b", "zero")
+    os.remove(paths[0])
+
+    target, target_vars = _fresh_target()
+    before = _snapshot(target)
+    with pytest.raises(errors.DataLossError, match=CHECKSUM_MISMATCH) as e:
+        ckpt.Saver(target_vars).restore(target, paths[2])
+    message = str(e.value)
+    # The requested file and its tensor first, then each older one tried and why.
+    assert message.startswith("Checkpoint %r, tensor 'W'" % paths[2])
+    assert "no older checkpoint listed in %s restores either" % os.path.join(
+        str(tmp_path), "checkpoint") in message
+    assert "%s: Checkpoint %r, tensor 'b'" % (paths[1], paths[1]) in message
+    assert "%s: no such file" % paths[0] in message
+    assert target.writes == 0
+    _assert_values(target, before)
+
+
+def test_explicit_path_falls_back_only_to_older_listed_checkpoints(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="psrt")
+    var_list, saved, paths = _three_checkpoints(tmp_path)
+    _corrupt(paths[1], "table", "flip")
+
+    # Step 20 asked for: 10 is restored, never the newer (intact) 30.
+    target, target_vars = _fresh_target()
+    ckpt.Saver(target_vars).restore(target, paths[1])
+    _assert_values(target, saved[10])
+    assert "Restored %s instead" % paths[0] in caplog.text
+
+    # The oldest listed one has nothing older to fall back to.
+    _corrupt(paths[0], "table", "flip")
+    with pytest.raises(errors.DataLossError,
+                       match="no older checkpoint is listed with it in .*checkpoint"):
+        ckpt.Saver(target_vars).restore(target, paths[0])
+
+    # A file the state file does not list (here a copy elsewhere) gets no fallback.
+    elsewhere = tmp_path / "copy"
+    elsewhere.mkdir()
+    copy = elsewhere / "model.ckpt-30"
+    copy.write_bytes(_bytes(paths[2]))
+    _corrupt(copy, "W", "flip")
+    with pytest.raises(errors.DataLossError, match="no older checkpoint is listed"):
+        ckpt.Saver(target_vars).restore(target, str(copy))
+
+
+def test_fallback_is_for_data_loss_only(tmp_path):
+    """A model that does not match the checkpoint is the caller's error, not corruption:
+    it is raised as before, even when the checkpoint is also corrupt elsewhere."""
+    var_list, saved, paths = _three_checkpoints(tmp_path)
+    _corrupt(paths[2], "W", "flip")
+    target = FakeSession()
+    w = target.variable("W", np.zeros((4, 3), np.float32), slots=("Momentum",))
+    with pytest.raises(errors.NotFoundError, match="Key W/Momentum not found"):
+        ckpt.Saver([w]).restore(target, paths[2])
+    assert target.writes == 0
+
+
+# ---- the chief of MonitoredTrainingSession and Supervisor ---------------------------------------
+
+def _state(sess, model) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in sess.run(model.state_fetches()).items()}
+
+
+def _checkpoint_state(path: str) -> dict[str, np.ndarray]:
+    reader = psrt.train.load_checkpoint(path)
+    return {k: reader.get_tensor(k) for k in STATE_KEYS}
+
+
+def test_chief_restores_previous_checkpoint_when_latest_is_corrupt(tasks, fresh_graph,
+                                                                    tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="psrt")
+    ckpt_dir = str(tmp_path / "train")
+    first = Job(tasks, init_seed=5)
+    try:
+        with psrt.train.MonitoredTrainingSession(
+                master=first.target, checkpoint_dir=ckpt_dir, save_checkpoint_steps=5,
+                hooks=[psrt.train.StopAtStepHook(last_step=12)]) as sess:
+            while not sess.should_stop():
+                sess.run(first.model.train_op)
+    finally:
+        first.end()
+    at_10 = _checkpoint_state(os.path.join(ckpt_dir, "model.ckpt-10"))
+    latest = os.path.join(ckpt_dir, "model.ckpt-12")
+    assert psrt.train.latest_checkpoint(ckpt_dir) == latest
+    _corrupt(latest, "W/Adagrad", "flip")
+
+    # Supervisor (through SessionManager.prepare_session): step 10's values, not 12's.
+    sv_job = Job(tasks, init_seed=99)
+    try:
+        sv = psrt.train.Supervisor(is_chief=True, logdir=ckpt_dir, saver=psrt.train.Saver(),
+                                   global_step=sv_job.model.global_step, summary_op=None)
+        sess = sv.prepare_or_wait_for_session(sv_job.target, start_standard_services=False)
+        try:
+            got = _state(sess, sv_job.model)
+        finally:
+            sess.close()
+    finally:
+        sv_job.end()
+    assert int(got["global_step"]) == 10
+    for k in STATE_KEYS:
+        np.testing.assert_array_equal(got[k], at_10[k], err_msg=k)
+    assert latest in caplog.text and "'W/Adagrad'" in caplog.text
+    assert "Restored %s instead" % os.path.join(ckpt_dir, "model.ckpt-10") in caplog.text
+
+    # MonitoredTrainingSession: restored at 10, never initialized, trains on from 11.
+    caplog.clear()
+    second = Job(tasks, init_seed=99)
+    try:
+        inits, created = [], []
+        with psrt.train.MonitoredTrainingSession(
+                master=second.target, checkpoint_dir=ckpt_dir, save_checkpoint_steps=None,
+                save_checkpoint_secs=None,
+                scaffold=psrt.train.Scaffold(init_fn=lambda s, sess: inits.append(1))) as sess:
+            created.append(_state(sess, second.model))
+            _, step = sess.run([second.model.train_op, second.model.global_step])
+    finally:
+        second.end()
+    assert inits == []
+    for k in STATE_KEYS:
+        np.testing.assert_array_equal(created[0][k], at_10[k], err_msg=k)
+    assert step == 11
+    assert "Restored %s instead" % os.path.join(ckpt_dir, "model.ckpt-10") in caplog.text
+
+
+@pytest.mark.slow
+def test_restarted_chief_process_continues_from_previous_checkpoint(tasks, tmp_path):
+    """A whole job (ps and chief processes) run to step 100, the newest checkpoint corrupted
+    on disk, the job started again: the chief goes on from step 50's values."""
+    ckpt_dir = str(tmp_path / "train")
+
+    def job(name: str, **config):
+        ps = tasks.ps(1, workers=1)
+        chief = tasks.worker(name, ps, 1, 0, checkpoint_dir=ckpt_dir, save_checkpoint_steps=50,
+                             init_seed=11, **config)
+        chief.expect_exit(0, timeout=60)
+        for p in ps:
+            assert p.reap() == 0
+        return chief
+
+    first = job("first", last_step=100)
+    assert first.expect("done")["last"] == 100
+    at_50 = _checkpoint_state(os.path.join(ckpt_dir, "model.ckpt-50"))
+    newest = os.path.join(ckpt_dir, "model.ckpt-100")
+    assert psrt.train.latest_checkpoint(ckpt_dir) == newest
+    _corrupt(newest, "W", "nan")
+
+    again = job("again", num_steps=20)
+    session = again.expect("session")
+    assert session["step"] == 50
+    for k in STATE_KEYS:
+        np.testing.assert_array_equal(np.asarray(session["state"][k], at_50[k].dtype), at_50[k],
+                                      err_msg=k)
+    assert again.event("init") is None
+    done = again.expect("done")
+    assert (done["runs"], done["first"], done["last"]) == (20, 51, 70)
+    stderr = again.stderr_tail()
+    assert "Checkpoint %r, tensor 'W'" % newest in stderr
+    assert "Restored %s instead" % os.path.join(ckpt_dir, "model.ckpt-50") in stderr

@@ -27,6 +27,11 @@ the file's tensors, is DataLossError as well. Files written before psrt stored c
 (no ``"crc32c"`` key) are read as before, unverified. The checksums are computed by the
 ``crc32c`` package (hardware CRC32 instructions where the CPU has them).
 
+Beyond TF, :meth:`Saver.restore` (and so the chief of MonitoredTrainingSession, Supervisor
+and SessionManager, which restore through it) falls back to the newest intact older
+checkpoint that the directory's ``checkpoint`` state file lists when the requested one is
+corrupt, with a WARNING naming both; see :meth:`Saver.restore`.
+
 Next to the checkpoints, the ``checkpoint`` state file is TF's ``CheckpointState`` in
 protobuf text format::
 
@@ -1080,7 +1085,8 @@ def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
 
     Returns:
         A :class:`CheckpointReader`, which checks each tensor's checksum as it reads it.
-        For a directory, the latest checkpoint, as TF.
+        For a directory, the latest checkpoint as TF: no fallback to an older one (that
+        is :meth:`Saver.restore`'s).
 
     Raises:
         ValueError: A directory with no state file, or whose latest checkpoint is gone.
@@ -1490,6 +1496,19 @@ class Saver:
         failed restore leaves the session's variables untouched. Tensors in the checkpoint
         that the session does not expect are ignored, as TF.
 
+        Beyond TF, a corrupt checkpoint is not the end: when reading ``save_path`` fails
+        with DataLossError (checksum mismatch, truncated or unreadable file) and
+        ``save_path`` is listed in the ``checkpoint`` state file of its own directory, the
+        checkpoints listed before it there (``all_model_checkpoint_paths``, so only older
+        ones) are tried newest first, and the first that restores whole is used; a WARNING
+        names the corrupt file, its error and the checkpoint restored instead. This holds
+        for an explicit ``save_path`` too (never a newer checkpoint than the one asked
+        for, never one from another directory or another state file name), and it is how
+        the chief of MonitoredTrainingSession, Supervisor and SessionManager, which
+        restore the latest checkpoint through this method, gets past a corrupt latest one.
+        A state file written with ``max_to_keep`` None or 0 lists only the latest
+        checkpoint, so there is nothing to fall back to.
+
         Args:
             sess: The psrt session.
             save_path: A path returned by :meth:`save` or :func:`latest_checkpoint`.
@@ -1502,9 +1521,10 @@ class Saver:
                 holds TF's "Key W not found in checkpoint" and the keys present.
             psrt.errors.InvalidArgumentError: A stored shape or dtype differs from the
                 variable's (both are named).
-            psrt.errors.DataLossError: ``save_path`` is corrupt: not a whole safetensors
-                file, or a tensor whose bytes do not match their CRC-32C (the message names
-                the file and the tensor, and for a mismatch both checksums).
+            psrt.errors.DataLossError: ``save_path`` is corrupt (its message names the file
+                and the tensor, and for a mismatch both checksums) and no older checkpoint
+                listed in the state file restores either (each one tried is named, with
+                why it failed).
         """
         variables = self._variables()
         if not variables:
@@ -1516,7 +1536,10 @@ class Saver:
             raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
         _logger.info("Restoring parameters from %s", save_path)
         expected = sess._psrt_expected_state(variables)
-        tensors = self._read_for_restore(save_path, expected)
+        try:
+            tensors = self._read_for_restore(save_path, expected)
+        except errors.DataLossError as e:
+            tensors = self._restore_fallback(save_path, expected, e)
         sess._psrt_write_state(variables, tensors)
 
     def _read_for_restore(self, save_path: str, expected: Mapping) -> dict[str, np.ndarray]:
@@ -1561,3 +1584,65 @@ class Saver:
                 value = value.reshape(shape)
             tensors[session_name] = value
         return tensors
+
+    def _restore_fallback(self, save_path: str, expected: Mapping,
+                          error: errors.DataLossError) -> dict[str, np.ndarray]:
+        """The tensors of the newest checkpoint listed before the corrupt ``save_path`` in
+        its directory's state file that restores whole; ``error`` (with what was tried
+        added) when there is none."""
+        state_file = _get_checkpoint_filename(os.path.dirname(save_path), None)
+        candidates = _listed_before(save_path)
+        tried = []
+        for path in candidates:
+            if not checkpoint_exists(path):
+                tried.append("%s: no such file" % path)
+                continue
+            try:
+                tensors = self._read_for_restore(path, expected)
+            except (errors.DataLossError, errors.NotFoundError, errors.InvalidArgumentError,
+                    errors.UnimplementedError) as e:
+                _logger.warning("Older checkpoint %s, tried because %s is corrupt, cannot be "
+                                "restored: %s", path, save_path, e)
+                tried.append("%s: %s" % (path, e))
+                continue
+            _logger.warning("Checkpoint %s is corrupt: %s. Restored %s instead, the newest "
+                            "intact checkpoint listed before it in %s.",
+                            save_path, error, path, state_file)
+            return tensors
+        if candidates:
+            why = ("no older checkpoint listed in %s restores either: %s"
+                   % (state_file, "; ".join(tried)))
+        else:
+            why = "no older checkpoint is listed with it in %s to fall back to" % state_file
+        raise errors.DataLossError(None, None, "%s\n(%s)" % (error.message, why)) from error
+
+
+def _same_file_key(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _listed_before(save_path: str) -> list[str]:
+    """The checkpoints that ``save_path``'s directory's ``checkpoint`` state file lists
+    before ``save_path`` (older ones), newest first; [] when it is not listed there."""
+    try:
+        state = get_checkpoint_state(os.path.dirname(save_path))
+    except ValueError:
+        return []
+    if state is None:
+        return []
+    listed = list(state.all_model_checkpoint_paths)
+    if state.model_checkpoint_path and (
+            not listed or _same_file_key(listed[-1]) != _same_file_key(
+                state.model_checkpoint_path)):
+        listed.append(state.model_checkpoint_path)
+    keys = [_same_file_key(p) for p in listed]
+    key = _same_file_key(save_path)
+    if key not in keys:
+        return []
+    last = len(keys) - 1 - keys[::-1].index(key)
+    out, seen = [], {key}
+    for path, k in zip(reversed(listed[:last]), reversed(keys[:last])):
+        if k not in seen:
+            seen.add(k)
+            out.append(path)
+    return out

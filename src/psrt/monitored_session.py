@@ -5,7 +5,10 @@ supervisor.py).
 The chief initializes the variables or restores them from the latest checkpoint; the other
 workers wait until the variables they use are initialized on the ps tasks; hooks stop and
 save; and when a ps task is lost and comes back, ``run`` re-creates the session (the chief
-restores the latest checkpoint) instead of surfacing AbortedError/UnavailableError.
+restores the latest checkpoint) instead of surfacing AbortedError/UnavailableError. Beyond
+TF, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
+truncated) is skipped for the newest intact one the ``checkpoint`` state file lists, with
+a WARNING naming both: see :meth:`psrt.train.Saver.restore`.
 """
 
 from __future__ import annotations
@@ -169,9 +172,16 @@ class SessionManager:
         """The chief's session: restored from the latest checkpoint in ``checkpoint_dir`` if
         there is one, else initialized with ``init_op`` and ``init_fn``, as TF.
 
+        The restore goes through ``saver.restore``, so with a :class:`psrt.train.Saver` a
+        corrupt latest checkpoint (DataLossError: a tensor's CRC-32C does not match, or the
+        file is truncated) is replaced by the newest intact one that the state file lists
+        before it, with a WARNING naming both; nothing corrupt is ever assigned.
+
         Raises:
             RuntimeError: "Init operations did not make model ready." listing the variables
                 still uninitialized.
+            psrt.errors.DataLossError: The checkpoint and every older one listed are
+                corrupt (see :meth:`psrt.train.Saver.restore`).
         """
         sess, restored = self._restore_checkpoint(master, saver, checkpoint_dir,
                                                   checkpoint_filename_with_path,
@@ -569,14 +579,18 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     """A :class:`MonitoredSession` for distributed training, as TF1's function.
 
     The chief restores the latest checkpoint in ``checkpoint_dir`` (global step, variables
-    and optimizer slots) or initializes, and adds a ``StepCounterHook`` (every
-    ``log_step_count_steps``) and, with a ``checkpoint_dir``, a ``CheckpointSaverHook``
-    (every ``save_checkpoint_secs``, default 600 s, or ``save_checkpoint_steps``). Other
-    workers never initialize: they wait until the model is ready (polling every 0.1 s, up to
-    ``max_wait_secs``) and run only ``hooks``. On the chief, hooks run in TF's order:
-    ``chief_only_hooks``, the default hooks, then ``hooks``. A lost ps task that comes back
-    is recovered from; see the module docstring. psrt writes no summaries:
-    ``save_summaries_*`` and ``summary_dir`` are accepted and unused.
+    and optimizer slots) or initializes; beyond TF, when the latest checkpoint is corrupt
+    (a tensor's CRC-32C does not match, or the file is truncated) it restores the newest
+    intact one the ``checkpoint`` state file lists and logs a WARNING naming both, and only
+    when none is intact does DataLossError surface (:meth:`psrt.train.Saver.restore`). The
+    chief adds a ``StepCounterHook`` (every ``log_step_count_steps``) and, with a
+    ``checkpoint_dir``, a ``CheckpointSaverHook`` (every ``save_checkpoint_secs``, default
+    600 s, or ``save_checkpoint_steps``). Other workers never initialize: they wait until
+    the model is ready (polling every 0.1 s, up to ``max_wait_secs``) and run only
+    ``hooks``. On the chief, hooks run in TF's order: ``chief_only_hooks``, the default
+    hooks, then ``hooks``. A lost ps task that comes back is recovered from; see the module
+    docstring. psrt writes no summaries: ``save_summaries_*`` and ``summary_dir`` are
+    accepted and unused.
 
     When the session closes normally, a worker tells the ps tasks it finished, so their
     ``Server.join(exit_when_workers_done=True)`` can return once every worker has.
@@ -653,7 +667,9 @@ class Supervisor:
             nothing, as TF (e.g. a SyncReplicasOptimizer's ``local_step_init_op`` or
             ``chief_init_op``, which do nothing in psrt). Default None: psrt has no local
             variables or tables to initialize.
-        logdir: Checkpoint directory (None: no checkpoints).
+        logdir: Checkpoint directory (None: no checkpoints). The chief restores its latest
+            checkpoint, or, beyond TF, when that one is corrupt, the newest intact one the
+            state file lists (see :meth:`psrt.train.Saver.restore`).
         summary_op, summary_writer, save_summaries_secs: Accepted; psrt writes no summaries.
         saver: Default ``Saver(max_to_keep=5)`` of all global variables (when ``logdir``).
         global_step: Default the graph's global step.
