@@ -2,9 +2,18 @@
 
 ``psrt.train`` is the ``tf.train`` namespace; ``psrt.Variable``, ``psrt.device``,
 ``psrt.Session`` and ``psrt.errors`` mirror their TF1 names.
+
+Importing psrt gives its ``"psrt"`` logger a stderr handler at INFO unless the application
+has configured ``logging``, so a ps task's "Started server with target: ..." and a waiting
+worker's lines show without any setup; ``PSRT_LOG_LEVEL`` (e.g. ``WARNING``) changes the
+level. See ``psrt/_logging.py``.
 """
 
-from psrt import errors
+from psrt import _logging
+
+_logging.install()
+
+from psrt import errors  # noqa: E402  (after the logging set-up)
 from psrt.optimizers import IndexedSlices
 from psrt.placement import DeviceSpec
 from psrt.placement import device as device

@@ -142,6 +142,10 @@ class Server:
                 self._cluster = ClusterSpec(d)
                 self._port = self._core.port
             _targets[self.target] = self
+            # TF's server logs this line ("Started server with target: grpc://...").
+            host = f"[{self._host}]" if ":" in self._host else self._host
+            _logger.info("Started server with target: %s (%s, listening on %s:%d)",
+                         self.target, self._name(), host, self._core.port)
 
     def stop(self) -> None:
         """Stops serving and frees the port (psrt addition; TF servers never stop)."""

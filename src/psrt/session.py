@@ -29,6 +29,10 @@ _SYNC_LOG_SECS = 10.0
 # Longest single wait a synchronous run asks a ps task for; the run repeats shorter waits
 # until its step completes or the sync timeout passes (the core allows at most 60 s).
 _SYNC_WAIT_SECS = 1.0
+# A new session waiting for a ps task to start logs it after the first interval, then every
+# second one.
+_CONNECT_FIRST_LOG_SECS = 2.0
+_CONNECT_LOG_SECS = 10.0
 
 _DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
                 np.dtype(np.int64): "int64"}
@@ -215,15 +219,20 @@ class Session:
         return self._shards[key]
 
     def _connect(self, shard: int, address: str, name: str) -> None:
+        # A task that is not up yet is logged after _CONNECT_FIRST_LOG_SECS, then every
+        # _CONNECT_LOG_SECS (TF: "CreateSession still waiting for response from worker: ..."
+        # every 10 s): each connect attempt ends at the next log time or the deadline.
         deadline = time.monotonic() + self._config.connect_timeout_secs
         started = time.monotonic()
-        next_log = started + 2.0
+        next_log = started + _CONNECT_FIRST_LOG_SECS
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             try:
-                self._client.connect(shard, address, max(0.0, min(2.0, left)))
-                if time.monotonic() > started + 2.0:
-                    _logger.info("Connected to %s", name)
+                self._client.connect(shard, address, max(0.0, min(next_log - now, left)))
+                if time.monotonic() > started + _CONNECT_FIRST_LOG_SECS:
+                    _logger.info("Connected to %s after %.0f s", name,
+                                 time.monotonic() - started)
                 return
             except errors.UnavailableError as e:
                 if time.monotonic() >= deadline:
@@ -235,9 +244,10 @@ class Session:
                     err.task_unreachable = True
                     raise err from None
                 if time.monotonic() >= next_log:
-                    _logger.info("Waiting for %s to start (%.0f s so far)", name,
-                                 time.monotonic() - started)
-                    next_log = time.monotonic() + 10.0
+                    _logger.info("Waiting for %s to start (%.0f s so far; giving up after "
+                                 "%g s)", name, time.monotonic() - started,
+                                 self._config.connect_timeout_secs)
+                    next_log += _CONNECT_LOG_SECS
 
     def _register(self, var_list: Iterable[Any], init: bool = False) -> list[int]:
         """Registers variables on their ps tasks (with their initial values when ``init``),
