@@ -11,6 +11,8 @@ Every task prints ``pid=<pid> job=<job> index=<i>`` to stdout and ``ready`` to s
   on the next; other tasks as in ``ok``.
 - ``hang``: every task waits to be stopped.
 - ``stubborn``: as ``ok``, but ps tasks ignore SIGTERM (only SIGKILL ends them).
+- ``interleave``: as ``ok``, after writing ``line 0`` ... ``line 199``, even numbers to
+  stdout and odd ones to stderr, each flushed at once.
 """
 
 import argparse
@@ -46,6 +48,9 @@ def main():
     print(f"pid={os.getpid()} job={args.job_name} index={args.task_index}", flush=True)
     print("ready", file=sys.stderr, flush=True)
     worker = args.job_name == "worker"
+    if args.mode == "interleave":
+        for i in range(200):
+            print(f"line {i}", file=sys.stderr if i % 2 else sys.stdout, flush=True)
     if args.mode == "hang":
         wait_forever()
     if args.mode == "stubborn" and not worker:

@@ -38,11 +38,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _launch(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+def _launch(*args: str, timeout: float = TIMEOUT,
+            merge_stderr: bool = False) -> subprocess.CompletedProcess[str]:
     """Runs psrt-launch to the end. Past ``timeout`` the launcher gets SIGTERM (it stops
-    every task it started) and the test fails with the job's output."""
+    every task it started) and the test fails with the job's output. With ``merge_stderr``
+    the launcher's stderr goes to its stdout pipe (``2>&1``), and ``stderr`` is ``""``."""
     cmd = [sys.executable, "-m", "psrt.launch", *args]
-    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                             text=True, cwd=ROOT)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -56,7 +59,7 @@ def _launch(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess
                 proc.communicate()
         raise AssertionError(f"psrt-launch still running after {timeout} s\n{stdout}\n"
                              f"{stderr}") from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr or "")
 
 
 def _pids(stderr: str) -> dict[str, list[int]]:
@@ -185,6 +188,26 @@ def test_success_prefixes_both_streams_and_sets_tf_config():
     # A last line without a newline still comes out whole, on its own line.
     assert "[worker1] worker 1 done\n" in result.stdout
     _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0", "worker1"})
+
+
+def test_one_output_file_gets_each_tasks_lines_in_the_order_written():
+    # 2>&1: a task's stdout and stderr share one pipe, so its alternating lines stay in order.
+    result = _launch("--ps", "1", "--workers", "2", str(TASK), "interleave", merge_stderr=True)
+    assert result.returncode == 0, result.stdout
+    _prefixed(result.stdout)
+    for task in ("ps0", "worker0", "worker1"):
+        lines = re.findall(rf"^\[{task}\] line (\d+)$", result.stdout, re.MULTILINE)
+        assert [int(n) for n in lines] == list(range(200)), (task, result.stdout)
+    _assert_all_gone(result.stdout, {"ps0", "worker0", "worker1"})
+
+
+def test_separate_output_files_keep_each_stream_whole_and_in_order():
+    result = _launch("--ps", "1", "--workers", "1", str(TASK), "interleave")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for task in ("ps0", "worker0"):
+        for stream, first in ((result.stdout, 0), (result.stderr, 1)):
+            lines = re.findall(rf"^\[{task}\] line (\d+)$", stream, re.MULTILINE)
+            assert [int(n) for n in lines] == list(range(first, 200, 2)), (task, stream)
 
 
 def test_failing_worker_stops_the_job_with_its_status():

@@ -23,9 +23,15 @@ with the environment variables
   ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set: otherwise the BLAS behind every
   worker's numpy starts one busy-waiting thread per CPU and the workers fight over the CPUs.
 
-Every line a task writes is copied to the launcher's stdout or stderr (the stream the task
-wrote it to) prefixed with the task's name: ``[ps0] ``, ``[worker1] ``. The launcher's own
-messages are prefixed ``[psrt-launch] `` and go to stderr.
+Every line a task writes is copied to the launcher's output prefixed with the task's name
+(``[ps0] ``, ``[worker1] ``), in the order the task wrote it. When the launcher's stdout and
+stderr are the same file (a terminal, or ``2>&1``), a task's stdout and stderr share one
+pipe, so its print()s and its log lines come out exactly in the order written, on stdout.
+When they are different files (``2>errors.log``), each line goes to the stream the task
+wrote it to; one reader per task copies lines as they arrive on either pipe, which keeps a
+task's order except for lines written to the two streams in the same instant (the kernel
+records no order between two pipes). The launcher's own messages are prefixed
+``[psrt-launch] `` and go to stderr.
 
 The job ends when every worker task has exited. The ps tasks then have up to a second to
 exit on their own (``server.join()`` returns once the workers are done), after which those
@@ -60,6 +66,7 @@ import argparse
 import json
 import logging
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -189,13 +196,28 @@ def _free_ports(host: str, count: int) -> list[int]:
             s.close()
 
 
+def _same_file(a: IO[str], b: IO[str]) -> bool:
+    """True when ``a`` and ``b`` write to one file, pipe or terminal."""
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (AttributeError, OSError, ValueError):  # no descriptor (e.g. a StringIO)
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 class _Output:
-    """Writes whole prefixed lines to the launcher's stdout and stderr, one at a time."""
+    """Writes whole prefixed lines to the launcher's stdout and stderr, one at a time.
+
+    Attributes:
+        merged: The launcher's stdout and stderr are the same file: each task then gets one
+            pipe for both of its streams, so its lines keep their order.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.stdout = sys.stdout
         self.stderr = sys.stderr
+        self.merged = _same_file(self.stdout, self.stderr)
 
     def write(self, stream: IO[str], data: bytes) -> None:
         """Writes ``data`` (a child's output line, already prefixed) to ``stream`` whole."""
@@ -230,17 +252,42 @@ class _LogHandler(logging.Handler):
         self._output.write(self._output.stderr, line.encode("utf-8", "replace"))
 
 
-def _pump(source: IO[bytes], output: _Output, stream: IO[str], prefix: bytes) -> None:
-    """Copies ``source`` line by line to ``stream``, each line prefixed, until EOF."""
+def _pump(sources: list[tuple[IO[bytes], IO[str]]], output: _Output, prefix: bytes) -> None:
+    """Copies each ``(pipe, stream)`` pair's pipe to its stream, line by line, each line
+    prefixed, until every pipe reaches EOF.
+
+    One thread watches all of a task's pipes and copies each line as soon as it is complete,
+    so lines written to different pipes come out in the order they arrived. A last line
+    without a newline gets one.
+    """
+    selector = selectors.DefaultSelector()
+    partial: dict[int, bytes] = {}
     try:
-        for line in iter(source.readline, b""):
-            if not line.endswith(b"\n"):
-                line += b"\n"
-            output.write(stream, prefix + line)
+        for source, stream in sources:
+            selector.register(source.fileno(), selectors.EVENT_READ, stream)
+            partial[source.fileno()] = b""
+        while selector.get_map():
+            for key, _ in selector.select():
+                fd, stream = key.fd, key.data
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    selector.unregister(fd)
+                    if partial[fd]:
+                        output.write(stream, prefix + partial[fd] + b"\n")
+                    continue
+                lines = (partial[fd] + data).split(b"\n")
+                partial[fd] = lines.pop()
+                for line in lines:
+                    output.write(stream, prefix + line + b"\n")
     except (OSError, ValueError):
         pass
     finally:
-        source.close()
+        selector.close()
+        for source, _ in sources:
+            source.close()
 
 
 def _exit_status(returncode: int) -> int:
@@ -267,17 +314,20 @@ class _Task:
     def start(self) -> None:
         """Starts (or restarts) the task's process with its prefixed output readers."""
         self.returncode = None
+        merged = self.output.merged
         self.proc = subprocess.Popen(
             self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True)
+            stderr=subprocess.STDOUT if merged else subprocess.PIPE, start_new_session=True)
+        assert self.proc.stdout is not None
+        sources = [(self.proc.stdout, self.output.stdout)]
+        if not merged:
+            assert self.proc.stderr is not None
+            sources.append((self.proc.stderr, self.output.stderr))
         prefix = f"[{self.name}] ".encode()
-        self.readers = []
-        for source, stream in ((self.proc.stdout, self.output.stdout),
-                               (self.proc.stderr, self.output.stderr)):
-            t = threading.Thread(target=_pump, args=(source, self.output, stream, prefix),
-                                 name=f"{PROG} {self.name} reader", daemon=True)
-            t.start()
-            self.readers.append(t)
+        t = threading.Thread(target=_pump, args=(sources, self.output, prefix),
+                             name=f"{PROG} {self.name} reader", daemon=True)
+        t.start()
+        self.readers = [t]
 
     @property
     def pid(self) -> int:
@@ -301,7 +351,7 @@ class _Task:
         return rc
 
     def join_readers(self) -> None:
-        """Waits (bounded) for the threads copying the task's stdout and stderr."""
+        """Waits (bounded) for the thread copying the task's stdout and stderr."""
         # The pipes close when the process and everything it started have exited; a
         # grandchild that keeps them open must not hang the launcher.
         deadline = time.monotonic() + _READER_JOIN_SECS
