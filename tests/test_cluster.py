@@ -8,8 +8,12 @@ import pytest
 
 from psrt.cluster import (
     ClusterSpec,
+    SlurmClusterResolver,
     TaskRole,
     cluster_spec_from_tf_config,
+    expand_hostlist,
+    expand_tasks_per_node,
+    task_role_from_slurm,
     task_role_from_tf_config,
 )
 
@@ -343,3 +347,233 @@ def test_task_role_is_frozen():
     role = task_role_from_tf_config({})
     with pytest.raises(AttributeError):
         role.task_index = 3  # type: ignore[misc]
+
+
+# --- the chief as the first worker (TF's multi_worker_util) ---------------------------------
+
+TFJOB = {"chief": ["c:1"], "ps": ["p0:1", "p1:1"], "worker": ["w0:1", "w1:1"]}
+
+
+def _role(cluster, task_type, index):
+    return task_role_from_tf_config({"cluster": cluster,
+                                     "task": {"type": task_type, "index": index}})
+
+
+@pytest.mark.parametrize("cluster, task_type, index, count, id_", [
+    (TFJOB, "chief", 0, 3, 0),
+    (TFJOB, "worker", 0, 3, 1),
+    (TFJOB, "worker", 1, 3, 2),
+    (TFJOB, "ps", 1, 3, None),
+    ({"master": ["m:1"], "worker": ["w0:1"]}, "worker", 0, 2, 1),
+    ({"worker": ["w0:1", "w1:1"], "ps": ["p:1"]}, "worker", 1, 2, 1),
+    ({"chief": ["c:1"], "ps": ["p:1"]}, "chief", 0, 1, 0),
+    ({"chief": ["c:1"], "worker": ["w:1"], "evaluator": ["e:1"]}, "evaluator", 0, 1, 0),
+    ({"chief": ["c:1"], "worker": ["w:1"]}, "evaluator", 0, 1, 0),
+])
+def test_worker_count_and_id_in_cluster_as_tf(cluster, task_type, index, count, id_):
+    role = _role(cluster, task_type, index)
+    assert role.worker_count == count
+    assert role.id_in_cluster == id_
+
+
+def test_local_mode_is_one_worker():
+    role = task_role_from_tf_config({})
+    assert (role.worker_count, role.id_in_cluster) == (1, 0)
+    assert role.chief_as_first_worker() is role
+
+
+@pytest.mark.parametrize("task_type, index, job_name, task_index, is_chief", [
+    ("chief", 0, "worker", 0, True),
+    ("worker", 0, "worker", 1, False),
+    ("worker", 1, "worker", 2, False),
+    ("ps", 1, "ps", 1, False),
+])
+def test_chief_as_first_worker(task_type, index, job_name, task_index, is_chief):
+    role = _role(TFJOB, task_type, index).chief_as_first_worker()
+    assert role == TaskRole(job_name, task_index, is_chief, ClusterSpec(
+        {"worker": ["c:1", "w0:1", "w1:1"], "ps": ["p0:1", "p1:1"]}))
+    assert role.cluster.jobs == ["worker", "ps"]  # where the chief job was
+    assert role.worker_count == 3 and role.id_in_cluster == (
+        None if task_type == "ps" else task_index)
+
+
+def test_chief_as_first_worker_other_layouts():
+    classic = _role({"ps": ["p:1"], "worker": ["w0:1", "w1:1"]}, "worker", 1)
+    assert classic.chief_as_first_worker() is classic
+    master = _role({"master": ["m:1"], "worker": ["w0:1"]}, "master", 0)
+    assert master.chief_as_first_worker() == TaskRole(
+        "worker", 0, True, ClusterSpec({"worker": ["m:1", "w0:1"]}))
+    alone = _role({"ps": ["p:1"], "chief": ["c:1"]}, "ps", 0)
+    assert alone.chief_as_first_worker() == TaskRole(
+        "ps", 0, False, ClusterSpec({"ps": ["p:1"], "worker": ["c:1"]}))
+    # A sparse worker job keeps its gaps, one index up; an evaluator stays as it is.
+    sparse = {"chief": ["c:1"], "worker": {"2": "w2:1"}}
+    role = _role(sparse, "worker", 2).chief_as_first_worker()
+    assert role == TaskRole("worker", 3, False, ClusterSpec({"worker": {0: "c:1", 3: "w2:1"}}))
+    evaluator = _role(sparse, "evaluator", 0).chief_as_first_worker()
+    assert (evaluator.job_name, evaluator.task_index, evaluator.is_chief) == (
+        "evaluator", 0, False)
+
+
+# --- SLURM (ports of TF's slurm_cluster_resolver_test, and more) -----------------------------
+
+def test_expand_hostlist_as_tf():
+    assert expand_hostlist("n1") == ["n1"]
+    assert expand_hostlist("n[1,3]") == ["n1", "n3"]
+    assert expand_hostlist("n[1-3]") == ["n1", "n2", "n3"]
+    assert expand_hostlist("n[1-2],m5,o[3-4,6,7-9]") == [
+        "n1", "n2", "m5", "o3", "o4", "o6", "o7", "o8", "o9"]
+
+
+def test_expand_hostlist_as_slurm():
+    assert expand_hostlist("node[01-04]") == ["node01", "node02", "node03", "node04"]
+    assert expand_hostlist("node[8-11]") == ["node8", "node9", "node10", "node11"]
+    assert expand_hostlist("node[098-101,7]") == ["node098", "node099", "node100",
+                                                  "node101", "node7"]
+    assert expand_hostlist("n[1-2]-ib,gpu") == ["n1-ib", "n2-ib", "gpu"]
+    assert expand_hostlist("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
+    assert expand_hostlist("n1,n1") == ["n1", "n1"]  # no deduplication, as TF
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("n[1-2", "'\\[' without '\\]'"), ("n1-2]", "'\\]' without '\\['"),
+    ("n[[1]]", "nested"), ("n1,,n2", "empty host name"), ("n[2-1]", "runs backwards"),
+    ("n[a-b]", "'a-b' is not a number"), ("n[]", "'' is not a number"),
+])
+def test_expand_hostlist_rejects(bad, why):
+    with pytest.raises(ValueError, match=f"invalid SLURM hostlist .*: .*{why}"):
+        expand_hostlist(bad)
+
+
+def test_expand_tasks_per_node_as_tf():
+    assert expand_tasks_per_node("2") == [2]
+    assert expand_tasks_per_node("2,1,3") == [2, 1, 3]
+    assert expand_tasks_per_node("3(x2),2,1") == [3, 3, 2, 1]
+    assert expand_tasks_per_node("3(x2),2,11(x4)") == [3, 3, 2, 11, 11, 11, 11]
+    assert expand_tasks_per_node("13(x10)") == [13] * 10
+    for bad in ("x", "2(x)", "2(3)", "2(x3", ""):
+        with pytest.raises(ValueError, match="invalid SLURM tasks-per-node list"):
+            expand_tasks_per_node(bad)
+
+
+def _slurm(rank, num_tasks, nodelist, tasks_per_node=None, **extra):
+    env = {"SLURM_PROCID": str(rank), "SLURM_STEP_NUM_TASKS": str(num_tasks),
+           "SLURM_STEP_NODELIST": nodelist}
+    if tasks_per_node is not None:
+        env["SLURM_STEP_TASKS_PER_NODE"] = tasks_per_node
+    env.update(extra)
+    return env
+
+
+def test_slurm_simple_retrieval_from_env():
+    resolver = SlurmClusterResolver(environ=_slurm(0, 3, "t02n13,t02n41,t02n43", "1(x3)"))
+    assert resolver.cluster_spec() == ClusterSpec(
+        {"worker": ["t02n13:8888", "t02n41:8888", "t02n43:8888"]})
+    assert resolver.master("worker", 0, rpc_layer="grpc") == "grpc://t02n13:8888"
+    assert resolver.get_task_info() == ("worker", 0)
+    assert resolver.environment == ""
+
+
+def test_slurm_jobs_and_tasks_per_node_arguments():
+    env = _slurm(0, 3, "t02n13,t02n41,t02n43")
+    resolver = SlurmClusterResolver(jobs={"ps": 1, "worker": 2}, port_base=8888,
+                                    tasks_per_node=1, environ=env)
+    assert resolver.cluster_spec().as_dict() == {
+        "ps": ["t02n13:8888"], "worker": ["t02n41:8888", "t02n43:8888"]}
+    # TF's testSimpleMasterRetrieval: master() follows task_type/task_id and rpc_layer.
+    resolver.task_type, resolver.task_id = "worker", 1
+    assert resolver.master() == "psrt://t02n43:8888"
+    resolver.rpc_layer = "ab"
+    assert resolver.master("ps", 0) == "ab://t02n13:8888"
+    assert resolver.master("ps", 0, rpc_layer="test") == "test://t02n13:8888"
+
+
+def test_slurm_multiple_tasks_per_node():
+    env = _slurm(1, 5, "t02n13,t02n41,t02n43", "2(x2),1")
+    resolver = SlurmClusterResolver(jobs={"ps": 1, "worker": 4}, environ=env)
+    assert resolver.cluster_spec().as_dict() == {
+        "ps": ["t02n13:8888"],
+        "worker": ["t02n13:8889", "t02n41:8888", "t02n41:8889", "t02n43:8888"]}
+    assert resolver.get_task_info() == ("worker", 0)
+
+
+def test_slurm_node_range_with_padding_and_the_docstring_layout():
+    base = _slurm(3, 6, "node[01-03]", "2(x3)", SLURMD_NODENAME="node02", SLURM_LOCALID="1")
+    resolver = SlurmClusterResolver({"ps": 2, "worker": 4}, environ=base)
+    assert resolver.cluster_spec().as_dict() == {
+        "ps": ["node01:8888", "node01:8889"],
+        "worker": ["node02:8888", "node02:8889", "node03:8888", "node03:8889"]}
+    assert resolver.get_task_info() == ("worker", 1)
+    assert resolver.master() == "psrt://node02:8889"
+
+
+def test_slurm_keeps_slurms_node_order():
+    # SLURM places ranks 0, 1 on node9 and 2, 3 on node10; TF's sort by name would not.
+    env = _slurm(2, 4, "node[9-10]", "2(x2)", SLURMD_NODENAME="node10", SLURM_LOCALID="0")
+    role = task_role_from_slurm({"ps": 1, "worker": 3}, port_base=2222, environ=env)
+    assert role.cluster.as_dict() == {"ps": ["node9:2222"],
+                                      "worker": ["node9:2223", "node10:2222", "node10:2223"]}
+    assert (role.job_name, role.task_index, role.is_chief) == ("worker", 1, False)
+
+
+def test_slurm_roles_and_chief():
+    env = _slurm(0, 4, "a,b", "2(x2)")
+    jobs = {"worker": 2, "ps": 1, "chief": 1}  # sorted: chief, ps, worker
+
+    def role(rank):
+        return task_role_from_slurm(jobs, environ={**env, "SLURM_PROCID": str(rank)})
+
+    assert [(r.job_name, r.task_index, r.is_chief) for r in map(role, range(4))] == [
+        ("chief", 0, True), ("ps", 0, False), ("worker", 0, False), ("worker", 1, False)]
+    assert role(0).cluster.as_dict() == {"chief": ["a:8888"], "ps": ["a:8889"],
+                                         "worker": ["b:8888", "b:8889"]}
+    # Default jobs: every task a worker; worker 0 is the chief.
+    default = task_role_from_slurm(environ=env)
+    assert (default.job_name, default.task_index, default.is_chief) == ("worker", 0, True)
+    assert default.cluster.num_tasks("worker") == 4
+
+
+def test_slurm_tf_config_round_trip():
+    resolver = SlurmClusterResolver({"ps": 1, "worker": 2}, environ=_slurm(2, 3, "h[1-3]", "1(x3)"))
+    assert task_role_from_tf_config(resolver.tf_config()) == resolver.task_role()
+    assert json.loads(resolver.tf_config())["task"] == {"type": "worker", "index": 1}
+
+
+def test_slurm_tasks_per_node_as_a_dict():
+    resolver = SlurmClusterResolver({"worker": 3}, tasks_per_node={"y": 1, "x": 2},
+                                    environ={"SLURM_PROCID": "1"})
+    assert resolver.cluster_spec().as_dict() == {"worker": ["y:8888", "x:8888", "x:8889"]}
+
+
+@pytest.mark.parametrize("env, kwargs, error, match", [
+    ({}, {}, RuntimeError, "SLURM_PROCID not found in environment. Not running inside a "
+                           "SLURM step\\? Start every task with srun"),
+    (_slurm(0, 3, "n[1-3]"), {}, RuntimeError, "SLURM_STEP_TASKS_PER_NODE not found"),
+    (_slurm(0, 4, "n[1-2]", "2(x2)"), {"jobs": {"ps": 1, "worker": 2}}, RuntimeError,
+     "Requested 3 tasks .* but SLURM assigned 4 \\(2 on n1, 2 on n2\\)"),
+    (_slurm(4, 4, "n[1-2]", "2(x2)"), {}, RuntimeError, "SLURM_PROCID=4 is not a rank of "
+                                                        "the 4 tasks"),
+    (_slurm(2, 4, "n[1-2]", "2(x2)", SLURMD_NODENAME="n1"), {}, RuntimeError,
+     "SLURM placed rank 2 on node 'n1' .* puts it on 'n2' as local task 0"),
+    (_slurm(1, 4, "n[1-2]", "2(x2)", SLURM_LOCALID="0"), {}, RuntimeError,
+     "as local task 0, but .* puts it on 'n1' as local task 1; use srun's default block"),
+    (_slurm(0, 4, "n[1-2]", "2(x3)"), {}, ValueError,
+     "SLURM_STEP_TASKS_PER_NODE='2\\(x3\\)' gives 3 nodes but SLURM_STEP_NODELIST="
+     "'n\\[1-2\\]' has 2"),
+    (_slurm(0, 2, "n1", "2"), {"port_base": 65535}, ValueError, "passes port 65535"),
+    (_slurm(0, 2, "n1", "2"), {"port_base": 0}, ValueError, "port_base must be"),
+    (_slurm(0, 2, "n1", "2"), {"jobs": {"ps": -1, "worker": 3}}, ValueError,
+     "jobs must map job names"),
+    ({**_slurm(0, 2, "n1", "2"), "SLURM_PROCID": "x"}, {}, ValueError,
+     "SLURM_PROCID='x' is not a non-negative integer"),
+])
+def test_slurm_errors(env, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SlurmClusterResolver(environ=env, **kwargs)
+
+
+def test_slurm_reads_os_environ_by_default(monkeypatch):
+    for key, value in _slurm(1, 2, "n[1-2]", "1(x2)").items():
+        monkeypatch.setenv(key, value)
+    assert task_role_from_slurm({"ps": 1, "worker": 1}).cluster.as_dict() == {
+        "ps": ["n1:8888"], "worker": ["n2:8888"]}

@@ -1,6 +1,13 @@
 """The ``tf.train`` namespace: re-exports only."""
 
-from psrt.cluster import ClusterSpec, cluster_spec_from_tf_config, task_role_from_tf_config
+from psrt.cluster import (
+    ClusterSpec,
+    SlurmClusterResolver,
+    TaskRole,
+    cluster_spec_from_tf_config,
+    task_role_from_slurm,
+    task_role_from_tf_config,
+)
 from psrt.hooks import (
     CheckpointSaverHook,
     CheckpointSaverListener,
