@@ -106,10 +106,13 @@ def parse_args(argv=None):
         if not role.cluster:
             parser.error("no --job_name and no TF_CONFIG: pass --ps_hosts, --worker_hosts, "
                          "--job_name and --task_index, or start the job with psrt-launch")
+        # A TFJob's Chief replica is this example's chief, worker 0; its Workers are
+        # workers 1, 2, ... (TF's id_in_cluster: the chief is the first worker).
+        role = role.chief_as_first_worker()
         if role.job_name not in ("ps", "worker") or "worker" not in role.cluster.jobs:
-            parser.error(f"TF_CONFIG: this example runs 'ps' and 'worker' tasks (worker 0 is "
-                         f"the chief); got task type {role.job_name!r} in a cluster with "
-                         f"jobs {role.cluster.jobs}")
+            parser.error(f"TF_CONFIG: this example runs 'chief', 'ps' and 'worker' tasks (the "
+                         f"chief, or else worker 0, is the chief); got task type "
+                         f"{role.job_name!r} in a cluster with jobs {role.cluster.jobs}")
         args.cluster = role.cluster
         args.job_name, args.task_index = role.job_name, role.task_index
     else:
