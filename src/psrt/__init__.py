@@ -43,5 +43,14 @@ from psrt.variables import (
     zeros_initializer,
 )
 from psrt import nn, train  # noqa: E402  (after the names train re-exports exist)
+from psrt import summary  # noqa: E402
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``psrt.Summary`` (TF1's ``tf.Summary`` protocol buffer), imported on first use: its
+    module (tensorboardX's) takes ~70 ms to import, paid only where summaries are written."""
+    if name == "Summary":
+        return summary.Summary
+    raise AttributeError(f"module 'psrt' has no attribute {name!r}")

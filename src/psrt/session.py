@@ -290,8 +290,9 @@ class Session:
             fetches: A single fetch or a list, tuple, namedtuple, dict or nesting of them. A
                 fetch is a Variable (its value: a new numpy array; the global step and other
                 int64 scalars: an int), a PartitionedVariable (the whole array), an optimizer
-                slot, an op (a train op gives its loss; initializers give None), a variable
-                name (str), or None.
+                slot, an op (a train op gives its loss; initializers give None), a summary
+                op (``psrt.summary``: the serialized Summary, bytes), a variable name (str),
+                or None.
             feed_dict: Values the loss functions of train ops receive as keyword arguments,
                 keyed by name (str) or by an object with a ``name``.
 
@@ -308,12 +309,13 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         fetch = _Fetch(fetches)
         feeds = _feeds_by_name(feed_dict)
+        leaves, computed = _expand_computed(fetch.leaves, feeds)
         with self._lock:
-            results: list[Any] = [None] * len(fetch.leaves)
+            results: list[Any] = [None] * len(leaves)
             reads: list[tuple[int, Any]] = []
             fresh_steps: dict[int, int] = {}
             op_results: dict[int, Any] = {}
-            for i, leaf in enumerate(fetch.leaves):
+            for i, leaf in enumerate(leaves):
                 if isinstance(leaf, str):
                     leaf = self._var_by_name(leaf)
                 if leaf is None:
@@ -332,6 +334,10 @@ class Session:
                                     f"PartitionedVariable, slot, Operation, name or None")
             if reads:
                 self._read(reads, results, fresh_steps)
+        # Innermost first: a computed fetch found later is an input of one found earlier.
+        for i, leaf, inputs, start in reversed(computed):
+            results[i] = leaf._psrt_compute(
+                inputs.build(results[start:start + len(inputs.leaves)]), feeds)
         return fetch.build(results)
 
     def _var_by_name(self, name: str) -> Any:
@@ -872,6 +878,32 @@ class _SyncState:
         self.op = op
         self.tag = tag
         self.pushes = 0
+
+
+def _expand_computed(leaves: list[Any], feeds: dict[str, Any]
+                     ) -> tuple[list[Any], list[tuple[int, Any, _Fetch, int]]]:
+    """The run's leaves with the inputs of its computed fetches appended, and those fetches
+    as (leaf index, fetch, _Fetch of its inputs, index of its first input).
+
+    A computed fetch (a ``psrt.summary`` op) has ``_psrt_fetch_inputs(feeds, fetched)``,
+    returning a fetch structure of what its value needs (``fetched``: the run's leaves), and
+    ``_psrt_compute(values, feeds)``, computing its value from theirs. Its inputs are fetched
+    in the same run as every other leaf (variables in the same pull, each op once: a summary
+    of a train op's loss sees that run's step); its own leaf becomes None until computed."""
+    if not any(hasattr(type(leaf), "_psrt_compute") for leaf in leaves):
+        return leaves, []
+    out = list(leaves)
+    computed: list[tuple[int, Any, _Fetch, int]] = []
+    i = 0
+    while i < len(out):
+        leaf = out[i]
+        if hasattr(type(leaf), "_psrt_compute"):
+            inputs = _Fetch(leaf._psrt_fetch_inputs(feeds, leaves))
+            computed.append((i, leaf, inputs, len(out)))
+            out[i] = None
+            out.extend(inputs.leaves)
+        i += 1
+    return out, computed
 
 
 def _is_int_scalar(v: Any) -> bool:
