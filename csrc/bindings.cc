@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "auth.h"
 #include "client.h"
 #include "kernels.h"
 #include "server.h"
@@ -224,13 +225,18 @@ void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::
 class PyServer {
  public:
   PyServer(const std::string& host, int port, const std::string& job, int task,
-           uint64_t max_payload) {
+           uint64_t max_payload, const py::bytes& secret, double hello_timeout,
+           double idle_timeout, int max_connections) {
     ServerOptions o;
     o.host = host;
     o.port = port;
     o.job = job;
     o.task = task;
     o.max_payload = max_payload;
+    o.secret = secret;
+    o.hello_timeout_s = hello_timeout;
+    o.idle_timeout_s = idle_timeout;
+    o.max_connections = max_connections;
     Check(WithoutGil([&] { return Server::Create(o, &server_); }));
   }
   int port() const { return server_->port(); }
@@ -245,6 +251,7 @@ class PyServer {
   std::vector<std::pair<std::string, int>> done_workers() const { return server_->DoneWorkers(); }
   int num_connections() const { return server_->NumConnections(); }
   size_t num_variables() const { return server_->store()->size(); }
+  std::vector<std::string> take_events() { return server_->TakeEvents(); }
 
  private:
   std::unique_ptr<Server> server_;
@@ -254,7 +261,8 @@ class PyServer {
 
 class PyClient {
  public:
-  PyClient(const std::string& job, int task) : client_(job, task) {}
+  PyClient(const std::string& job, int task, const py::bytes& secret, double heartbeat_timeout)
+      : client_(job, task, secret, heartbeat_timeout) {}
 
   void connect(int shard, const std::string& address, double timeout_s) {
     Check(WithoutGil([&] {
@@ -709,6 +717,16 @@ PYBIND11_MODULE(_core, m) {
   m.attr("DEFAULT_MAX_PAYLOAD") = kDefaultMaxPayload;
   m.attr("OPTIMIZER_STATE_SLOT") = kOptimizerStateSlot;
 
+  m.def("sha256", [](const py::bytes& data) {
+    const std::string d = data;
+    const Digest h = Sha256(d.data(), d.size());
+    return py::bytes(reinterpret_cast<const char*>(h.data()), h.size());
+  }, py::arg("data"));
+  m.def("hmac_sha256", [](const py::bytes& key, const py::bytes& msg) {
+    const std::string m = msg;
+    const Digest h = HmacSha256(key, m.data(), m.size());
+    return py::bytes(reinterpret_cast<const char*>(h.data()), h.size());
+  }, py::arg("key"), py::arg("msg"));
   m.def("compiled_kernel_targets", &CompiledKernelTargets);
   m.def("kernel_targets", &SupportedKernelTargets);
   m.def("kernel_target", &ActiveKernelTarget);
@@ -731,9 +749,12 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("optimizer"));
 
   py::class_<PyServer>(m, "Server")
-      .def(py::init<const std::string&, int, const std::string&, int, uint64_t>(),
+      .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
+                    double, double, int>(),
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
-           py::arg("max_payload") = kDefaultMaxPayload)
+           py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
+           py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
+           py::arg("max_connections") = 1024)
       .def_property_readonly("port", &PyServer::port)
       .def_property_readonly("incarnation", &PyServer::incarnation)
       .def_property_readonly("stopped", &PyServer::stopped)
@@ -741,10 +762,12 @@ PYBIND11_MODULE(_core, m) {
       .def("wait", &PyServer::wait, py::arg("timeout"))
       .def("done_workers", &PyServer::done_workers)
       .def("num_connections", &PyServer::num_connections)
-      .def("num_variables", &PyServer::num_variables);
+      .def("num_variables", &PyServer::num_variables)
+      .def("take_events", &PyServer::take_events);
 
   py::class_<PyClient>(m, "Client")
-      .def(py::init<const std::string&, int>(), py::arg("job"), py::arg("task"))
+      .def(py::init<const std::string&, int, const py::bytes&, double>(), py::arg("job"),
+           py::arg("task"), py::arg("secret") = py::bytes(), py::arg("heartbeat_timeout") = 0.0)
       .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
            py::arg("timeout"))
       .def_property_readonly("num_shards", &PyClient::num_shards)

@@ -7,18 +7,22 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
+#include "auth.h"
 #include "net.h"
 
 namespace psrt {
 
 namespace {
-using Clock = std::chrono::steady_clock;
 
 double SecondsLeft(Clock::time_point deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -56,10 +60,38 @@ struct Client::Conn {
   bool receiving() const { return replies < calls.size(); }
 };
 
-Client::Client(std::string job, int task) : job_(std::move(job)), task_(task) {}
-Client::~Client() { Close(); }
+Client::Client(std::string job, int task, std::string secret, double heartbeat_timeout_s)
+    : job_(std::move(job)),
+      task_(task),
+      secret_(std::move(secret)),
+      heartbeat_timeout_s_(heartbeat_timeout_s) {}
+
+Client::~Client() {
+  Close();
+  {
+    std::lock_guard<std::mutex> l(hb_mu_);
+    hb_stop_ = true;
+    if (hb_wake_[1] >= 0) {
+      char b = 1;
+      ssize_t ignored = write(hb_wake_[1], &b, 1);
+      (void)ignored;
+    }
+  }
+  if (hb_thread_.joinable()) hb_thread_.join();
+  for (int fd : hb_retired_) CloseFd(fd);
+  CloseFd(hb_wake_[0]);
+  CloseFd(hb_wake_[1]);
+}
 
 void Client::Close() {
+  {
+    std::lock_guard<std::mutex> l(hb_mu_);
+    for (Watch& w : hb_) {
+      if (w.fd >= 0) hb_retired_.push_back(w.fd);
+      w.fd = -1;
+      w.data_fd = -1;
+    }
+  }
   for (auto& c : conns_) {
     if (c && c->fd >= 0) {
       CloseFd(c->fd);
@@ -83,6 +115,108 @@ Status Client::ShardStatus(int shard) const {
   if (shard < 0 || shard >= num_shards() || !conns_[shard])
     return FailedPrecondition("not connected to /job:ps/task:" + std::to_string(shard));
   return conns_[shard]->error;
+}
+
+Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
+                         Clock::time_point deadline, int64_t* incarnation) {
+  // HELLO (and AUTH): a peer that accepts but never answers must not block past the deadline
+  // (at least 1 s is left for the exchange itself): the socket is still blocking here, so
+  // bound it with timeouts.
+  const double hello_s = std::max(SecondsLeft(deadline), 1.0);
+  struct timeval tv;
+  tv.tv_sec = static_cast<time_t>(hello_s);
+  tv.tv_usec = static_cast<suseconds_t>((hello_s - static_cast<double>(tv.tv_sec)) * 1e6);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  auto io_failed = [&](const Status& io) {
+    const int err = errno;  // EAGAIN: SO_RCVTIMEO/SO_SNDTIMEO expired (errno is 0 before I/O)
+    if (err == EAGAIN || err == EWOULDBLOCK)
+      return Unavailable("no HELLO reply from " + name + " within " + std::to_string(hello_s) +
+                         " s");
+    return io;
+  };
+  // One request frame, then its reply (header checked, payload of at most 4096 bytes).
+  auto exchange = [&](const Header& h, const void* payload, size_t len, Header* r,
+                      std::string* reply) -> Status {
+    uint8_t hb[kHeaderSize];
+    EncodeHeader(h, hb);
+    struct iovec iov[2] = {{hb, kHeaderSize}, {const_cast<void*>(payload), len}};
+    errno = 0;
+    Status st = WriteFull(fd, iov, len ? 2 : 1, name);
+    uint8_t rb[kHeaderSize];
+    if (st.ok()) st = ReadFull(fd, rb, kHeaderSize, name);
+    if (!st.ok()) return io_failed(st);
+    *r = DecodeHeader(rb);
+    if (r->magic != kWireMagic)
+      return Unavailable(name + " is not a psrt ps task (bad magic in HELLO reply)");
+    if (r->version != kWireVersion)
+      return FailedPrecondition("wire protocol version mismatch with " + name +
+                                ": this worker speaks version " + std::to_string(kWireVersion) +
+                                ", the ps task speaks version " + std::to_string(r->version));
+    if (r->payload_len > 4096)
+      return Unavailable(name + " sent a " + std::to_string(r->payload_len) +
+                         "-byte HELLO reply; not a psrt ps task");
+    reply->assign(static_cast<size_t>(r->payload_len), '\0');
+    if (!reply->empty()) {
+      st = ReadFull(fd, reply->data(), reply->size(), name);
+      if (!st.ok()) return io_failed(st);
+    }
+    if (r->status > kMaxCode) return Unavailable(name + " replied with an unknown status code");
+    if (r->status != 0)
+      return Status(static_cast<Code>(r->status), name + " refused HELLO: " + *reply);
+    return Status::Ok();
+  };
+
+  Header h;
+  h.op = static_cast<uint8_t>(Op::kHello);
+  h.var_id = static_cast<uint32_t>(task_);
+  h.count = channel;
+  h.payload_len = job_.size();
+  Header r;
+  std::string reply;
+  PSRT_RETURN_IF_ERROR(exchange(h, job_.data(), job_.size(), &r, &reply));
+  const bool challenged = (r.flags & kFlagAuthRequired) != 0;
+  if (!challenged && !secret_.empty())
+    return Status(Code::kUnauthenticated,
+                  name + " does not ask for authentication, but this worker has the job's "
+                         "secret: the ps task was started without it (PSRT_AUTH_SECRET), or it "
+                         "is not a task of this job");
+  if (challenged) {
+    if (secret_.empty())
+      return Status(Code::kUnauthenticated,
+                    name + " requires the job's shared secret: set PSRT_AUTH_SECRET (or "
+                           "PSRT_AUTH_SECRET_FILE) for this task as for the ps tasks");
+    if (r.count != kNonceSize || reply.size() < kNonceSize)
+      return Unavailable(name + " sent a malformed authentication challenge");
+    uint8_t body[2 * kNonceSize];
+    if (!RandomNonce(body)) return Internal("no random source for an authentication nonce");
+    const auto* server_nonce = reinterpret_cast<const uint8_t*>(reply.data());
+    const Digest proof = WorkerProof(secret_, server_nonce, body, job_,
+                                     static_cast<uint32_t>(task_));
+    std::memcpy(body + kNonceSize, proof.data(), proof.size());
+    const Digest expect_back = ServerProof(secret_, server_nonce, body);
+    Header a;
+    a.op = static_cast<uint8_t>(Op::kAuth);
+    a.request_id = 1;
+    a.payload_len = sizeof body;
+    Header ar;
+    std::string back;
+    PSRT_RETURN_IF_ERROR(exchange(a, body, sizeof body, &ar, &back));
+    Digest got;
+    if (back.size() != got.size())
+      return Status(Code::kUnauthenticated, name + " did not prove it knows the job's secret");
+    std::memcpy(got.data(), back.data(), got.size());
+    if (!DigestEqual(got, expect_back))
+      return Status(Code::kUnauthenticated,
+                    name + " failed to prove it knows the job's secret: it is not a task of "
+                           "this job, or its secret differs");
+  }
+  if (incarnation != nullptr) *incarnation = r.step;
+  tv.tv_sec = 0;
+  tv.tv_usec = 0;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return SetNonBlocking(fd, true);
 }
 
 Status Client::Connect(int shard, const std::string& address, double timeout_s) {
@@ -110,70 +244,165 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(backoff, left)));
     backoff = std::min(backoff * 2, 0.5);
   }
-  // HELLO: our version, job and task; the reply carries the ps task's incarnation. A peer
-  // that accepts but never answers must not block past the deadline (at least 1 s is left
-  // for the exchange itself): the socket is still blocking here, so bound it with timeouts.
-  const double hello_s = std::max(SecondsLeft(deadline), 1.0);
-  struct timeval tv;
-  tv.tv_sec = static_cast<time_t>(hello_s);
-  tv.tv_usec = static_cast<suseconds_t>((hello_s - static_cast<double>(tv.tv_sec)) * 1e6);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  auto hello_failed = [&](const Status& io) {
-    const int err = errno;  // EAGAIN: SO_RCVTIMEO/SO_SNDTIMEO expired (errno is 0 before I/O)
-    CloseFd(fd);
-    if (err == EAGAIN || err == EWOULDBLOCK)
-      return Unavailable("no HELLO reply from " + conn->name + " within " +
-                         std::to_string(hello_s) + " s");
-    return io;
-  };
-  Header h;
-  h.op = static_cast<uint8_t>(Op::kHello);
-  h.request_id = 0;
-  h.var_id = static_cast<uint32_t>(task_);
-  h.payload_len = job_.size();
-  uint8_t hb[kHeaderSize];
-  EncodeHeader(h, hb);
-  struct iovec iov[2] = {{hb, kHeaderSize}, {const_cast<char*>(job_.data()), job_.size()}};
-  errno = 0;
-  st = WriteFull(fd, iov, 2, conn->name);
-  uint8_t rb[kHeaderSize];
-  if (st.ok()) st = ReadFull(fd, rb, kHeaderSize, conn->name);
-  if (!st.ok()) return hello_failed(st);
-  Header r = DecodeHeader(rb);
-  if (r.magic != kWireMagic) {
-    CloseFd(fd);
-    return Unavailable(conn->name + " is not a psrt ps task (bad magic in HELLO reply)");
-  }
-  if (r.version != kWireVersion) {
-    CloseFd(fd);
-    return FailedPrecondition("wire protocol version mismatch with " + conn->name +
-                              ": this worker speaks version " + std::to_string(kWireVersion) +
-                              ", the ps task speaks version " + std::to_string(r.version));
-  }
-  std::string payload(std::min<uint64_t>(r.payload_len, 4096), '\0');
-  if (!payload.empty()) {
-    st = ReadFull(fd, payload.data(), payload.size(), conn->name);
-    if (!st.ok()) return hello_failed(st);
-  }
-  if (r.status != 0) {
-    CloseFd(fd);
-    return Status(static_cast<Code>(r.status), conn->name + " refused HELLO: " + payload);
-  }
-  conn->incarnation = r.step;
-  tv.tv_sec = 0;
-  tv.tv_usec = 0;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  st = SetNonBlocking(fd, true);
+  st = Handshake(fd, conn->name, kChannelRequests, deadline, &conn->incarnation);
   if (!st.ok()) {
     CloseFd(fd);
     return st;
   }
+  // The heartbeat connection: the ps task just answered, so it connects at once.
+  int hb_fd = -1;
+  if (heartbeat_timeout_s_ > 0) {
+    st = psrt::Connect(host, port, &hb_fd);
+    if (st.ok()) st = Handshake(hb_fd, conn->name, kChannelHeartbeat, deadline, nullptr);
+    if (!st.ok()) {
+      CloseFd(fd);
+      CloseFd(hb_fd);
+      return Status(st.code(), "heartbeat connection: " + st.message());
+    }
+  }
   conn->fd = fd;
-  if (conns_[shard] && conns_[shard]->fd >= 0) CloseFd(conns_[shard]->fd);
+  const int old_fd = conns_[shard] ? conns_[shard]->fd : -1;
   conns_[shard] = std::move(conn);
+  WatchShard(shard, fd, hb_fd, conns_[shard]->name);
+  CloseFd(old_fd);
   return Status::Ok();
+}
+
+// ---- Heartbeats ----------------------------------------------------------------------------
+
+void Client::WatchShard(int shard, int data_fd, int hb_fd, const std::string& name) {
+  std::lock_guard<std::mutex> l(hb_mu_);
+  if (static_cast<int>(hb_.size()) <= shard) hb_.resize(shard + 1);
+  Watch& w = hb_[shard];
+  if (w.fd >= 0) hb_retired_.push_back(w.fd);
+  w = Watch();
+  w.fd = hb_fd;
+  w.data_fd = data_fd;
+  w.name = name;
+  w.last_answer = Clock::now();
+  if (hb_fd >= 0 && !hb_thread_.joinable() && !hb_stop_) {
+    if (pipe2(hb_wake_, O_CLOEXEC | O_NONBLOCK) == 0) {
+      try {
+        hb_thread_ = std::thread([this] { HeartbeatLoop(); });
+      } catch (const std::system_error&) {
+        CloseFd(hb_wake_[0]);
+        CloseFd(hb_wake_[1]);
+        hb_wake_[0] = hb_wake_[1] = -1;
+      }
+    }
+  }
+  if (hb_wake_[1] >= 0) {
+    char b = 1;
+    ssize_t ignored = write(hb_wake_[1], &b, 1);
+    (void)ignored;
+  }
+}
+
+Status Client::HeartbeatVerdict(int shard) {
+  std::lock_guard<std::mutex> l(hb_mu_);
+  if (shard < 0 || shard >= static_cast<int>(hb_.size())) return Status::Ok();
+  return hb_[shard].verdict;
+}
+
+void Client::HeartbeatLoop() {
+  const double timeout = heartbeat_timeout_s_;
+  // A PING every quarter of the timeout (at most every second), so a reply is awaited several
+  // times before the verdict.
+  const double interval = std::min(1.0, std::max(0.01, timeout / 4));
+  std::vector<struct pollfd> pfds;
+  std::vector<int> shards;
+  for (;;) {
+    pfds.clear();
+    shards.clear();
+    {
+      std::lock_guard<std::mutex> l(hb_mu_);
+      if (hb_stop_) break;
+      for (int fd : hb_retired_) CloseFd(fd);
+      hb_retired_.clear();
+      const auto now = Clock::now();
+      for (size_t i = 0; i < hb_.size(); ++i) {
+        Watch& w = hb_[i];
+        if (w.fd < 0 || !w.verdict.ok()) continue;
+        const double silent = std::chrono::duration<double>(now - w.last_answer).count();
+        if (w.waiting && silent > timeout) {
+          char buf[96];
+          snprintf(buf, sizeof buf, "did not answer a heartbeat within %g s (silent for %.1f s)",
+                   timeout, silent);
+          Condemn(&w, w.name + " " + buf);
+          continue;
+        }
+        if (!w.waiting &&
+            std::chrono::duration<double>(now - w.last_sent).count() >= interval) {
+          Header h;
+          h.op = static_cast<uint8_t>(Op::kPing);
+          h.request_id = ++w.next_id;
+          uint8_t hb[kHeaderSize];
+          EncodeHeader(h, hb);
+          const ssize_t n = send(w.fd, hb, kHeaderSize, MSG_DONTWAIT | MSG_NOSIGNAL);
+          if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            Condemn(&w, w.name + ": heartbeat connection lost (" +
+                            ErrnoMessage("send", "", errno) + ")");
+            continue;
+          }
+          if (n == static_cast<ssize_t>(kHeaderSize)) {
+            w.waiting = true;
+            w.last_answer = now;  // the silence is counted from the first unanswered PING
+            w.last_sent = now;
+          }
+          // A partial or refused send (full buffer) is retried next time; a ps that stopped
+          // reading is caught by the silence above once a PING went out.
+        }
+        pfds.push_back({w.fd, POLLIN, 0});
+        shards.push_back(static_cast<int>(i));
+      }
+      pfds.push_back({hb_wake_[0], POLLIN, 0});
+    }
+    const int rc = poll(pfds.data(), pfds.size(), static_cast<int>(interval * 1000) + 1);
+    if (rc < 0 && errno != EINTR) break;
+    if (pfds.back().revents & POLLIN) {
+      char drain[64];
+      while (read(hb_wake_[0], drain, sizeof drain) > 0) {
+      }
+    }
+    std::lock_guard<std::mutex> l(hb_mu_);
+    for (size_t k = 0; k + 1 < pfds.size(); ++k) {
+      if (pfds[k].revents == 0) continue;
+      Watch& w = hb_[shards[k]];
+      if (w.fd != pfds[k].fd || !w.verdict.ok()) continue;  // replaced meanwhile
+      for (;;) {
+        const ssize_t r = recv(w.fd, w.buf + w.got, kHeaderSize - w.got, MSG_DONTWAIT);
+        if (r > 0) {
+          w.got += static_cast<size_t>(r);
+          if (w.got < kHeaderSize) continue;
+          w.got = 0;
+          const Header reply = DecodeHeader(w.buf);
+          if (reply.magic != kWireMagic || reply.status != 0 || reply.payload_len != 0 ||
+              !(reply.flags & kFlagReply)) {
+            Condemn(&w, w.name + ": bad heartbeat reply");
+            break;
+          }
+          w.waiting = false;
+          w.last_answer = Clock::now();
+          continue;
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (r < 0 && errno == EINTR) continue;
+        Condemn(&w, w.name + ": heartbeat connection " +
+                        (r == 0 ? std::string("closed by the ps task")
+                                : "lost (" + ErrnoMessage("recv", "", errno) + ")"));
+        break;
+      }
+    }
+  }
+}
+
+void Client::Condemn(Watch* w, const std::string& why) {
+  // Requires hb_mu_. The request connection is shut down so a call blocked on it ends now and
+  // reports `why` (Run asks HeartbeatVerdict when its connection fails).
+  w->verdict = Unavailable(why);
+  if (w->data_fd >= 0) shutdown(w->data_fd, SHUT_RDWR);
+  hb_retired_.push_back(w->fd);
+  w->fd = -1;
 }
 
 Status Client::Run(std::vector<Call>* calls, double timeout_s) {
@@ -184,6 +413,11 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       continue;
     }
     Conn* conn = conns_[c.shard].get();
+    if (conn->error.ok()) {
+      // The heartbeat may have found the ps task unresponsive since the last batch.
+      Status verdict = HeartbeatVerdict(c.shard);
+      if (!verdict.ok()) conn->Fail(verdict);
+    }
     if (!conn->error.ok()) {
       c.status = conn->error;
       continue;
@@ -224,8 +458,11 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(has_deadline ? timeout_s : 0));
 
-  auto fail = [](Conn* conn, const Status& st) {
-    conn->Fail(st);
+  auto fail = [this](Conn* conn, const Status& st) {
+    // A connection the heartbeat shut down reports why (the ps stopped answering), not the
+    // EOF that the shutdown caused.
+    Status verdict = HeartbeatVerdict(conn->shard);
+    conn->Fail(verdict.ok() ? st : verdict);
     for (size_t i = conn->replies; i < conn->calls.size(); ++i) conn->calls[i]->status = conn->error;
     conn->replies = conn->calls.size();
     conn->iov_pos = conn->iov.size();

@@ -9,12 +9,25 @@
 // until it calls in, and the binding serializes calls with mu_). A connection's first I/O
 // failure is kept and returned by every later call on that shard (sticky failure).
 // Blocking: Connect and Run block up to their timeouts; callers release the GIL.
+//
+// Liveness: with a heartbeat timeout, Connect opens a second connection to each ps task that
+// carries only PINGs, driven by one heartbeat thread per Client. A ps task that leaves a PING
+// unanswered for the timeout (a stopped process, a vanished host) is condemned: its request
+// connection is shut down, so a call waiting on it ends at once with UnavailableError naming
+// the task and the silence, and so does every later call until the next Connect. Long
+// operations on the request connection (a big push, a synchronous wait) do not delay PINGs.
+// The heartbeat state (hb_*) is guarded by hb_mu_, which is never held across blocking I/O.
+//
+// Authentication: with the job's secret, Connect answers the ps task's challenge (HMAC-SHA256
+// over fresh nonces, auth.h) and checks the ps task's proof in turn.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "status.h"
@@ -56,17 +69,21 @@ struct RemoteVar {
   bool initialized = false;
 };
 
+using Clock = std::chrono::steady_clock;
+
 class Client {
  public:
-  Client(std::string job, int task);
+  // secret: the job's shared secret (empty: none). heartbeat_timeout_s <= 0: no heartbeat.
+  Client(std::string job, int task, std::string secret = "", double heartbeat_timeout_s = 0);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
   // Connects shard index `shard` (its ps task index) to `address`, retrying refused
   // connections with backoff (10 ms doubling to 500 ms) until timeout_s, then exchanges
-  // HELLO. Unavailable naming /job:ps/task:K and the address when the deadline passes;
-  // FailedPrecondition with both versions on a wire version mismatch.
+  // HELLO (and AUTH). Unavailable naming /job:ps/task:K and the address when the deadline
+  // passes; FailedPrecondition with both versions on a wire version mismatch;
+  // Unauthenticated when the secrets of the two sides do not match (or one side has none).
   Status Connect(int shard, const std::string& address, double timeout_s);
   int num_shards() const { return static_cast<int>(conns_.size()); }
   std::string ShardName(int shard) const;
@@ -93,11 +110,42 @@ class Client {
 
  private:
   struct Conn;
+  // The heartbeat watch of one shard; guarded by hb_mu_.
+  struct Watch {
+    int fd = -1;                 // the heartbeat connection (owned by the heartbeat thread)
+    int data_fd = -1;            // the request connection, shut down on a verdict
+    std::string name;
+    bool waiting = false;        // a PING is unanswered
+    Clock::time_point last_answer;  // or when the first unanswered PING went out
+    Clock::time_point last_sent;
+    uint64_t next_id = 0;
+    uint8_t buf[kHeaderSize] = {};
+    size_t got = 0;
+    Status verdict;              // non-OK: the ps task stopped answering
+  };
+
+  // HELLO (+ AUTH when challenged) on a fresh blocking fd, which is left non-blocking.
+  Status Handshake(int fd, const std::string& name, uint32_t channel, Clock::time_point deadline,
+                   int64_t* incarnation);
+  void WatchShard(int shard, int data_fd, int hb_fd, const std::string& name);
+  Status HeartbeatVerdict(int shard);
+  void HeartbeatLoop();
+  void Condemn(Watch* w, const std::string& why);  // requires hb_mu_
+
   std::string job_;
   int task_;
+  std::string secret_;
+  double heartbeat_timeout_s_ = 0;
   double timeout_s_ = -1.0;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<RemoteVar> vars_;
+
+  std::mutex hb_mu_;
+  std::vector<Watch> hb_;
+  std::vector<int> hb_retired_;  // heartbeat fds for the heartbeat thread to close
+  bool hb_stop_ = false;
+  int hb_wake_[2] = {-1, -1};
+  std::thread hb_thread_;
 };
 
 }  // namespace psrt

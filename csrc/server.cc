@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <new>
 #include <random>
 #include <system_error>
 
+#include "auth.h"
 #include "net.h"
 
 namespace psrt {
@@ -24,6 +26,11 @@ struct Server::Connection {
   std::thread thread;
   std::atomic<bool> finished{false};
   bool hello_done = false;
+  bool authenticated = false;       // true once AUTH succeeded, or at HELLO when no secret
+  uint32_t channel = kChannelRequests;
+  uint8_t nonce[kNonceSize] = {};   // this connection's challenge (a secret is set)
+  std::chrono::steady_clock::time_point accepted_at = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_frame = accepted_at;
   std::string job;
   int task = -1;
   uint64_t session = 0;             // this connection's HELLO number (synchronous training)
@@ -132,27 +139,30 @@ void Server::ShedPending(int err) {
   }
   int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd >= 0) {
-    // One UNAVAILABLE reply to the HELLO the peer is about to send, so it learns why.
-    const std::string msg = "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
-                            " cannot take another connection now (accept: " +
-                            std::strerror(err) + "); retry later";
-    Header h;
-    h.op = static_cast<uint8_t>(Op::kHello);
-    h.flags = kFlagReply;
-    h.status = static_cast<uint8_t>(Code::kUnavailable);
-    h.payload_len = msg.size();
-    uint8_t frame[kHeaderSize + 256];
-    EncodeHeader(h, frame);
-    const size_t n = std::min(msg.size(), sizeof frame - kHeaderSize);
-    std::memcpy(frame + kHeaderSize, msg.data(), n);
-    if (n == msg.size()) {
-      ssize_t ignored = send(fd, frame, kHeaderSize + n, MSG_DONTWAIT | MSG_NOSIGNAL);
-      (void)ignored;
-    }
-    shutdown(fd, SHUT_WR);
-    CloseFd(fd);
+    Refuse(fd, Code::kUnavailable,
+           "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
+               " cannot take another connection now (accept: " + std::strerror(err) +
+               "); retry later");
   }
   reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void Server::Refuse(int fd, Code code, const std::string& msg) {
+  // One reply to the HELLO the peer is about to send, so it learns why; never blocks.
+  Header h;
+  h.op = static_cast<uint8_t>(Op::kHello);
+  h.flags = kFlagReply;
+  h.status = static_cast<uint8_t>(code);
+  h.payload_len = msg.size();
+  uint8_t frame[kHeaderSize + 512];
+  EncodeHeader(h, frame);
+  if (msg.size() <= sizeof frame - kHeaderSize) {
+    std::memcpy(frame + kHeaderSize, msg.data(), msg.size());
+    ssize_t ignored = send(fd, frame, kHeaderSize + msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+  }
+  shutdown(fd, SHUT_WR);
+  CloseFd(fd);
 }
 
 void Server::AcceptLoop() {
@@ -209,10 +219,24 @@ void Server::AcceptLoop() {
     }
     conn->peer = std::string(host) + ":" + std::to_string(port);
     Connection* raw = conn.get();
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
     if (stopping_.load()) {
       CloseFd(fd);
       break;
+    }
+    if (options_.max_connections > 0) {
+      int open_conns = 0;
+      for (auto& c : conns_) open_conns += c->finished.load() ? 0 : 1;
+      if (open_conns >= options_.max_connections) {
+        l.unlock();
+        Event("refused " + conn->peer + ": " + std::to_string(open_conns) +
+              " connections open, the maximum (max_connections)");
+        Refuse(fd, Code::kResourceExhausted,
+               "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
+                   " already serves the maximum of " + std::to_string(options_.max_connections) +
+                   " connections (max_connections); close idle clients or raise the limit");
+        continue;
+      }
     }
     try {
       conn->thread = std::thread([this, raw] {
@@ -250,11 +274,57 @@ std::string OpName(uint8_t op) {
   static const char* names[] = {"?",    "HELLO",      "REGISTER",       "PULL",
                                 "PUSH", "ASSIGN",     "ASSIGN_ADD",     "STEP_READ",
                                 "STEP_INCREMENT", "IS_INITIALIZED", "LIST", "PING",
-                                "WORKER_DONE"};
+                                "WORKER_DONE", "AUTH"};
   return op <= kMaxOp ? names[op] : "op " + std::to_string(op);
 }
 
+std::string FormatSeconds(double s) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 }  // namespace
+
+void Server::Admit(Connection* conn) {
+  if (conn->channel != kChannelRequests) return;
+  // A request connection starts a session of this task (synchronous training's bookkeeping).
+  std::lock_guard<std::mutex> l(mu_);
+  conn->session = ++sessions_;
+  finished_.erase({conn->job, conn->task});
+}
+
+void Server::Event(const std::string& what) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (events_.size() >= kMaxEvents) {
+    events_.erase(events_.begin());
+    ++events_dropped_;
+  }
+  events_.push_back(what);
+}
+
+std::vector<std::string> Server::TakeEvents() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  out.swap(events_);
+  if (events_dropped_ > 0) {
+    out.insert(out.begin(), std::to_string(events_dropped_) + " earlier event(s) dropped");
+    events_dropped_ = 0;
+  }
+  return out;
+}
+
+void Server::NoteHeartbeat(const std::string& job, int task) {
+  std::lock_guard<std::mutex> l(mu_);
+  heartbeats_[{job, task}] = std::chrono::steady_clock::now();
+}
+
+bool Server::HeartbeatSeen(const std::string& job, int task,
+                           std::chrono::steady_clock::time_point since) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = heartbeats_.find({job, task});
+  return it != heartbeats_.end() && it->second >= since;
+}
 
 bool Server::SyncEnded(const Connection* conn) const {
   return conn->session <= end_session_.load();
@@ -333,17 +403,51 @@ bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_
   return WriteFull(conn->fd, iov, len ? 2 : 1, conn->peer).ok();
 }
 
+bool Server::AwaitFrame(Connection* conn) {
+  using Clock = std::chrono::steady_clock;
+  const auto secs = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  for (;;) {
+    if (stopping_.load()) return false;
+    const auto now = Clock::now();
+    if (!conn->authenticated) {
+      // A peer that connects and never completes HELLO (and AUTH) holds a thread: bounded.
+      if (options_.hello_timeout_s > 0 && now - conn->accepted_at > secs(options_.hello_timeout_s)) {
+        Event("closed " + conn->peer + ": no HELLO" +
+              std::string(options_.secret.empty() ? "" : " and AUTH") + " within " +
+              FormatSeconds(options_.hello_timeout_s) + " s");
+        return false;
+      }
+    } else if (options_.idle_timeout_s > 0 &&
+               now - conn->last_frame > secs(options_.idle_timeout_s) &&
+               (conn->channel == kChannelHeartbeat ||
+                !HeartbeatSeen(conn->job, conn->task, now - secs(options_.idle_timeout_s)))) {
+      // Idle past the limit, and (a request connection) its task's heartbeat is silent too:
+      // the task left or its host vanished.
+      Event("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
+            " from " + conn->peer + " after " + FormatSeconds(options_.idle_timeout_s) + " s");
+      return false;
+    }
+    double wait_s = 1.0;
+    if (options_.hello_timeout_s > 0) wait_s = std::min(wait_s, options_.hello_timeout_s / 4);
+    if (options_.idle_timeout_s > 0) wait_s = std::min(wait_s, options_.idle_timeout_s / 4);
+    struct pollfd pfd = {conn->fd, POLLIN, 0};
+    const int rc = poll(&pfd, 1, std::max(1, static_cast<int>(wait_s * 1000)));
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return false;
+  }
+}
+
 void Server::Serve(Connection* conn) {
   while (!stopping_.load()) {
     uint8_t hb[kHeaderSize];
     bool eof = false;
+    if (!AwaitFrame(conn)) break;
     if (!ReadFull(conn->fd, hb, kHeaderSize, conn->peer, &eof).ok()) break;
     Header h = DecodeHeader(hb);
-    Status st = CheckHeader(h, options_.max_payload);
+    Status st = CheckHeader(h, options_.max_payload, /*request=*/true);
     if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
-    if (st.ok() && h.status != 0)
-      st = InvalidArgument("request frame has status code " + std::to_string(h.status) +
-                           "; requests must carry 0 (OK)");
     if (!st.ok()) {
       // The stream cannot be trusted past a bad fixed header: answer once, then close.
       Reply(conn, h, st);
@@ -353,7 +457,22 @@ void Server::Serve(Connection* conn) {
       Reply(conn, h, FailedPrecondition("first frame must be HELLO, got " + OpName(h.op)));
       break;
     }
+    if (!conn->authenticated && h.op != static_cast<uint8_t>(Op::kHello) &&
+        h.op != static_cast<uint8_t>(Op::kAuth)) {
+      Event("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
+      Reply(conn, h, Status(Code::kUnauthenticated,
+                            "this ps task requires authentication (the job's shared secret) "
+                            "before " + OpName(h.op)));
+      break;
+    }
+    if (conn->channel == kChannelHeartbeat && h.op != static_cast<uint8_t>(Op::kPing) &&
+        h.op != static_cast<uint8_t>(Op::kHello) && h.op != static_cast<uint8_t>(Op::kAuth)) {
+      Reply(conn, h, FailedPrecondition("a heartbeat connection serves PING only; got " +
+                                        OpName(h.op)));
+      break;
+    }
     if (!Handle(conn, h)) break;
+    conn->last_frame = std::chrono::steady_clock::now();
   }
   shutdown(conn->fd, SHUT_RDWR);
   conn->finished.store(true);
@@ -377,6 +496,9 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kRegister:
       expect = options_.max_payload;
       exact = false;
+      break;
+    case Op::kAuth:
+      expect = 2 * kNonceSize;
       break;
     case Op::kList:
     case Op::kPing:
@@ -426,6 +548,18 @@ bool Server::Handle(Connection* conn, const Header& h) {
       }
     }
   }
+  if (st.ok() && (h.flags & ~AllowedFlags(h.op)) != 0) {
+    char buf[8];
+    snprintf(buf, sizeof buf, "0x%02x", h.flags & ~AllowedFlags(h.op));
+    st = InvalidArgument("flags " + std::string(buf) + " are not valid for " + OpName(h.op) +
+                         " (docs/protocol.md, Flags)");
+  }
+  if (st.ok() && sparse && h.slot == kOptimizerStateSlot)
+    st = InvalidArgument("the optimizer state (slot 255) has no rows: a sparse " + OpName(h.op) +
+                         " cannot address it");
+  if (st.ok() && (h.flags & kFlagStepTagged) && (h.step < 0 || h.step == INT64_MAX))
+    st = InvalidArgument("step tag " + std::to_string(h.step) + " is out of range [0, " +
+                         std::to_string(INT64_MAX - 1) + "]");
   if (st.ok() && (exact ? h.payload_len != expect : h.payload_len > expect)) {
     st = InvalidArgument(OpName(h.op) + (var ? " of '" + var->spec.name + "' " + DTypeName(var->spec.dtype) + var->ShapeString() : std::string()) +
                          ": payload of " + std::to_string(h.payload_len) + " bytes; expected " +
@@ -459,19 +593,55 @@ bool Server::Handle(Connection* conn, const Header& h) {
   const bool initialized = var && var->initialized.load(std::memory_order_acquire);
   switch (op) {
     case Op::kHello: {
+      if (h.count > kChannelHeartbeat)
+        return Reply(conn, h, InvalidArgument("HELLO: unknown channel " + std::to_string(h.count) +
+                                              "; valid: 0 (requests), 1 (heartbeat)"));
       conn->job.assign(reinterpret_cast<const char*>(p), h.payload_len);
       conn->task = static_cast<int>(h.var_id);
+      conn->channel = h.count;
       conn->hello_done = true;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        conn->session = ++sessions_;
-        finished_.erase({conn->job, conn->task});
-      }
       const std::string& me = options_.job;
-      Header rh = h;
-      rh.var_id = static_cast<uint32_t>(options_.task);
-      return Reply(conn, rh, Status::Ok(), incarnation_, 0, static_cast<uint32_t>(options_.task),
+      if (!options_.secret.empty()) {
+        // Challenge: the peer proves it knows the secret (AUTH) before anything else counts.
+        conn->authenticated = false;
+        if (!RandomNonce(conn->nonce)) {
+          Reply(conn, h, Internal("no random source for an authentication challenge"));
+          return false;
+        }
+        std::string payload(reinterpret_cast<const char*>(conn->nonce), kNonceSize);
+        payload += me;
+        return Reply(conn, h, Status::Ok(), incarnation_, kFlagAuthRequired,
+                     static_cast<uint32_t>(options_.task), payload.data(), payload.size(),
+                     static_cast<uint32_t>(kNonceSize));
+      }
+      conn->authenticated = true;
+      Admit(conn);
+      return Reply(conn, h, Status::Ok(), incarnation_, 0, static_cast<uint32_t>(options_.task),
                    me.data(), me.size());
+    }
+    case Op::kAuth: {
+      if (options_.secret.empty())
+        return Reply(conn, h, FailedPrecondition("this ps task has no secret: AUTH is not used"));
+      if (conn->authenticated)
+        return Reply(conn, h, FailedPrecondition("AUTH answers the challenge of a HELLO; send "
+                                                 "HELLO first"));
+      const Digest want = WorkerProof(options_.secret, conn->nonce, p, conn->job,
+                                      static_cast<uint32_t>(conn->task));
+      Digest got;
+      std::memcpy(got.data(), p + kNonceSize, got.size());
+      if (!DigestEqual(want, got)) {
+        Event("authentication failed for peer " + conn->peer + " (claiming /job:" +
+              conn->job + "/task:" + std::to_string(conn->task) + ")");
+        Reply(conn, h, Status(Code::kUnauthenticated,
+                              "authentication failed: the proof does not match this job's "
+                              "secret (PSRT_AUTH_SECRET)"));
+        return false;
+      }
+      conn->authenticated = true;
+      Admit(conn);
+      const Digest proof = ServerProof(options_.secret, conn->nonce, p);
+      return Reply(conn, h, Status::Ok(), 0, 0, static_cast<uint32_t>(options_.task),
+                   proof.data(), proof.size());
     }
     case Op::kRegister: {
       VarSpec spec;
@@ -559,7 +729,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                      "cannot allocate " + std::to_string(reply_bytes) +
                                          " bytes for a row PULL of '" + var->spec.name + "'"));
       }
-      for (uint32_t j = 0; j < h.count; ++j) {
+      for (uint32_t j = 0; row_bytes > 0 && j < h.count; ++j) {
         int64_t i;
         std::memcpy(&i, idx + j, 8);
         std::memcpy(conn->out.data() + j * row_bytes, src + static_cast<size_t>(i) * row_bytes,
@@ -571,6 +741,11 @@ bool Server::Handle(Connection* conn, const Header& h) {
       const bool has_lr = (h.flags & kFlagHasLr) != 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
+        // The gradient is checked in full first: after training ended a stale one is still
+        // answered (dropped), but never one that would have been refused.
+        st = store_.SyncCheckPush(var, sparse, reinterpret_cast<const int64_t*>(p),
+                                  sparse ? h.count : 0);
+        if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
         if (SyncPreamble(conn, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         if (sparse) {
@@ -623,6 +798,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       int64_t v = 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
+        st = store_.SyncCheckStep(var);
+        if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
         if (SyncPreamble(conn, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         st = store_.SyncStepIncrement(var, h.step, &sr);
@@ -661,6 +838,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());
     }
     case Op::kPing:
+      if (conn->channel == kChannelHeartbeat) NoteHeartbeat(conn->job, conn->task);
       return Reply(conn, h, st);
     case Op::kWorkerDone: {
       std::string job(reinterpret_cast<const char*>(p), h.payload_len);

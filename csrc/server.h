@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +30,16 @@ struct ServerOptions {
   std::string job = "ps";
   int task = 0;
   uint64_t max_payload = kDefaultMaxPayload;    // bytes; larger frames are refused
+  // The job's shared secret; empty: no authentication. With one, every connection must
+  // answer HELLO's challenge (AUTH) before any other request is served.
+  std::string secret;
+  // Seconds a new connection has to complete HELLO (and AUTH); <= 0: no limit.
+  double hello_timeout_s = 10.0;
+  // Seconds without a frame after which a connection is closed: a heartbeat connection, or a
+  // request connection whose task's heartbeat is silent as long; <= 0: never.
+  double idle_timeout_s = 600.0;
+  // Connections served at once; past it new peers get RESOURCE_EXHAUSTED; <= 0: no limit.
+  int max_connections = 1024;
 };
 
 class Server {
@@ -51,6 +63,10 @@ class Server {
   std::vector<std::pair<std::string, int>> DoneWorkers() const;
   // Number of connections currently open.
   int NumConnections() const;
+  // Security and housekeeping events (failed authentication with the peer's address, refused
+  // or idle connections closed) since the last call, oldest first; at most kMaxEvents kept.
+  std::vector<std::string> TakeEvents();
+  static constexpr size_t kMaxEvents = 1000;
 
  private:
   struct Connection;
@@ -60,6 +76,17 @@ class Server {
   // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
   // takes the reserve again.
   void ShedPending(int err);
+  // Answers the HELLO a fresh peer is about to send with `code` and `msg`, and closes fd.
+  static void Refuse(int fd, Code code, const std::string& msg);
+  // Waits until a frame starts arriving on conn; false when the connection must close (the
+  // server stops, HELLO/AUTH took too long, or it idled past idle_timeout_s).
+  bool AwaitFrame(Connection* conn);
+  // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
+  void Admit(Connection* conn);
+  void Event(const std::string& what);
+  void NoteHeartbeat(const std::string& job, int task);
+  bool HeartbeatSeen(const std::string& job, int task,
+                     std::chrono::steady_clock::time_point since) const;
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
@@ -103,6 +130,10 @@ class Server {
   std::atomic<uint64_t> end_session_{0};
   std::atomic<uint64_t> model_epoch_{1};
   std::string end_reason_;                      // guarded by mu_
+  std::vector<std::string> events_;             // guarded by mu_
+  size_t events_dropped_ = 0;                   // guarded by mu_
+  // Last heartbeat PING of each (job, task), guarded by mu_.
+  std::map<std::pair<std::string, int>, std::chrono::steady_clock::time_point> heartbeats_;
   std::mutex stop_mu_;              // serializes Stop()
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -334,7 +335,7 @@ Status VariableStore::AssignAdd(Variable* var, const void* delta, size_t len) {
 }
 
 namespace {
-Status CheckStepVariable(Variable* var) {
+Status CheckStepVariable(const Variable* var) {
   if (var->spec.dtype != DType::kInt64 || var->num_elements != 1)
     return InvalidArgument("variable '" + var->spec.name + "' is " +
                            DTypeName(var->spec.dtype) + var->ShapeString() +
@@ -416,28 +417,48 @@ Status NotSync(const Variable* var) {
 
 }  // namespace
 
+Status VariableStore::SyncCheckPush(const Variable* var, bool sparse, const int64_t* indices,
+                                    size_t n) const {
+  if (!var->is_sync()) return NotSync(var);
+  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
+  if (!sparse) return Status::Ok();
+  if (var->spec.shape.empty())
+    return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
+  const size_t num_rows = static_cast<size_t>(var->spec.shape[0]);
+  if (n > 0 && indices == nullptr)
+    return InvalidArgument("row-sparse gradient of '" + var->spec.name + "': " +
+                           std::to_string(n) + " indices but no index buffer");
+  for (size_t j = 0; j < n; ++j) {
+    if (indices[j] < 0 || static_cast<size_t>(indices[j]) >= num_rows)
+      return InvalidArgument("variable '" + var->spec.name + "': index " +
+                             std::to_string(indices[j]) + " at position " + std::to_string(j) +
+                             " is out of range [0, " + std::to_string(num_rows) + ")");
+  }
+  return Status::Ok();
+}
+
+Status VariableStore::SyncCheckStep(const Variable* var) const {
+  PSRT_RETURN_IF_ERROR(CheckStepVariable(var));
+  if (!var->is_sync()) return NotSync(var);
+  return Status::Ok();
+}
+
 Status VariableStore::SyncPush(Variable* var, int64_t tag, bool sparse, const void* grad,
                                const int64_t* indices, size_t n, const void* rows, double lr,
                                bool has_lr, SyncResult* out) {
-  if (!var->is_sync()) return NotSync(var);
-  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
+  PSRT_RETURN_IF_ERROR(SyncCheckPush(var, sparse, indices, n));
+  if (tag < 0 || tag == INT64_MAX)
+    return InvalidArgument("step tag " + std::to_string(tag) + " of '" + var->spec.name +
+                           "' is out of range");
   const DType dtype = var->spec.dtype;
   const size_t dsize = DTypeSize(dtype);
   size_t num_rows = 0, width = 0;
   if (sparse) {
-    if (var->spec.shape.empty())
-      return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
     num_rows = static_cast<size_t>(var->spec.shape[0]);
     width = num_rows == 0 ? 0 : var->num_elements / num_rows;
-    if (n > 0 && (indices == nullptr || rows == nullptr))
+    if (n > 0 && rows == nullptr)
       return InvalidArgument("row-sparse gradient of '" + var->spec.name + "': " +
-                             std::to_string(n) + " indices but no index or row buffer");
-    for (size_t j = 0; j < n; ++j) {
-      if (indices[j] < 0 || static_cast<size_t>(indices[j]) >= num_rows)
-        return InvalidArgument("variable '" + var->spec.name + "': index " +
-                               std::to_string(indices[j]) + " at position " + std::to_string(j) +
-                               " is out of range [0, " + std::to_string(num_rows) + ")");
-    }
+                             std::to_string(n) + " indices but no row buffer");
   } else if (grad == nullptr && var->nbytes > 0) {
     return InvalidArgument("dense gradient of '" + var->spec.name + "': no gradient buffer");
   }
@@ -556,8 +577,10 @@ Status VariableStore::SumRows(const Variable* var, const int64_t* indices, size_
 }
 
 Status VariableStore::SyncStepIncrement(Variable* var, int64_t tag, SyncResult* out) {
-  PSRT_RETURN_IF_ERROR(CheckStepVariable(var));
-  if (!var->is_sync()) return NotSync(var);
+  PSRT_RETURN_IF_ERROR(SyncCheckStep(var));
+  if (tag < 0 || tag == INT64_MAX)
+    return InvalidArgument("step tag " + std::to_string(tag) + " of '" + var->spec.name +
+                           "' is out of range");
   auto* value = reinterpret_cast<int64_t*>(var->value.data());
   SyncState& st = var->sync;
   std::lock_guard<std::mutex> l(st.mu);

@@ -139,6 +139,12 @@ class VariableStore {
   // variable moves to `tag`; then it is summed in. When replicas_to_aggregate gradients are in,
   // their mean is applied with the variable's optimizer and the step advances. Indices are all
   // checked before anything is summed.
+  // The checks of a tagged PUSH that do not depend on the step: a synchronous, trainable,
+  // initialized variable; for `sparse`, a non-scalar one and every index in range.
+  Status SyncCheckPush(const Variable* var, bool sparse, const int64_t* indices,
+                       size_t n) const;
+  // A tagged STEP_INCREMENT's: an initialized synchronous int64 scalar.
+  Status SyncCheckStep(const Variable* var) const;
   // `sparse`: indices/rows hold the gradient (n = 0 is an empty gradient, counted like any
   // other); else grad holds var->nbytes bytes. A refused gradient changes nothing.
   Status SyncPush(Variable* var, int64_t tag, bool sparse, const void* grad,

@@ -16,14 +16,15 @@
 namespace psrt {
 
 constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
-constexpr uint16_t kWireVersion = 2;
+constexpr uint16_t kWireVersion = 3;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
 constexpr size_t kMaxNameLength = 1024;
 constexpr int kMaxRank = 8;
 
 enum class Op : uint8_t {
-  kHello = 1,          // connect-time negotiation; payload: job name; var_id: task index
+  kHello = 1,          // connect-time negotiation; payload: job name; var_id: task index;
+                       // count: channel (kChannel*)
   kRegister = 2,       // payload: VarSpec (+ initial value when kFlagInit); reply var_id
   kPull = 3,           // reply payload: value (or rows when kFlagSparse)
   kPush = 4,           // payload: gradient (or indices + rows); applies the optimizer
@@ -35,8 +36,13 @@ enum class Op : uint8_t {
   kList = 10,          // reply payload: VarInfo records of every variable on this shard
   kPing = 11,
   kWorkerDone = 12,    // a worker task closed its session (payload: job name; var_id: task)
+  kAuth = 13,          // answers HELLO's challenge: client nonce + proof (auth.h)
 };
-constexpr uint8_t kMaxOp = 12;
+constexpr uint8_t kMaxOp = 13;
+
+// HELLO request `count`: what the connection carries.
+constexpr uint32_t kChannelRequests = 0;   // every op
+constexpr uint32_t kChannelHeartbeat = 1;  // PING only: the worker's liveness watch
 
 // Header.flags bits.
 constexpr uint8_t kFlagReply = 1 << 0;         // set on every reply frame
@@ -49,11 +55,27 @@ constexpr uint8_t kFlagStepTagged = 1 << 6;    // Push/StepIncrement: `step` tag
                                                // of synchronous training (see below)
 constexpr uint8_t kFlagWaitStep = 1 << 7;      // Pull/StepRead: hold the reply until the sync
                                                // step >= `step`, at most arg1 seconds
+// The flags each request op may carry (anything else is INVALID_ARGUMENT).
+inline uint8_t AllowedFlags(uint8_t op) {
+  switch (static_cast<Op>(op)) {
+    case Op::kRegister: return kFlagInit;
+    case Op::kPull: return kFlagSparse | kFlagWaitStep;
+    case Op::kPush:
+      return kFlagSparse | kFlagHasLr | kFlagReturnValue | kFlagStepTagged;
+    case Op::kAssign: return kFlagInit;
+    case Op::kStepRead: return kFlagWaitStep;
+    case Op::kStepIncrement: return kFlagStepTagged;
+    default: return 0;
+  }
+}
+
 // Reply meanings of the same bits (a reply and a request never share a frame):
 constexpr uint8_t kFlagAccepted = kFlagStepTagged;  // tagged push/increment: counted (fresh);
                                                     // clear: dropped as stale
 constexpr uint8_t kFlagNotReady = kFlagWaitStep;    // waiting request: the step was not
                                                     // reached in time; no payload
+constexpr uint8_t kFlagAuthRequired = kFlagInit;    // HELLO: the job has a secret; the payload
+                                                    // starts with a `count`-byte challenge
 constexpr double kMaxWaitSeconds = 60.0;            // bound of a waiting request's arg1
 
 enum class DType : uint8_t { kInvalid = 0, kFloat32 = 1, kFloat64 = 2, kInt64 = 3 };
@@ -123,10 +145,10 @@ inline Header DecodeHeader(const uint8_t* in) {
   return h;
 }
 
-// Checks the fixed fields of a received header: magic, version, op, dtype, reserved bytes and
-// the payload length against `max_payload`. Per-op checks against the variable are the
-// server's (server.cc).
-inline Status CheckHeader(const Header& h, uint64_t max_payload) {
+// Checks the fixed fields of a received header, in the order docs/protocol.md lists them:
+// magic, version, op, dtype, status (a request must carry 0), reserved bytes and the payload
+// length against `max_payload`. Per-op checks against the variable are the server's.
+inline Status CheckHeader(const Header& h, uint64_t max_payload, bool request = false) {
   if (h.magic != kWireMagic) {
     return InvalidArgument("bad frame magic 0x" + [](uint32_t m) {
       char buf[16];
@@ -146,6 +168,10 @@ inline Status CheckHeader(const Header& h, uint64_t max_payload) {
   if (h.dtype > static_cast<uint8_t>(DType::kInt64)) {
     return InvalidArgument("unknown dtype code " + std::to_string(h.dtype) +
                            "; valid: 1 float32, 2 float64, 3 int64");
+  }
+  if (request && h.status != 0) {
+    return InvalidArgument("request frame has status code " + std::to_string(h.status) +
+                           "; requests must carry 0 (OK)");
   }
   if (h.status > kMaxCode) {
     return InvalidArgument("unknown status code " + std::to_string(h.status));

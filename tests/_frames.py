@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 2
+VERSION = 3
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
           "reserved", "payload_len", "step", "arg0", "arg1", "count", "reserved2")
 
 HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
-STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE = 7, 8, 9, 10, 11, 12
+STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE, AUTH = 7, 8, 9, 10, 11, 12, 13
 
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
 F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
@@ -45,6 +46,27 @@ def frame(op: int, payload: bytes = b"", **fields: Any) -> bytes:
     """A whole frame whose payload_len is the payload's length unless given."""
     fields.setdefault("payload_len", len(payload))
     return header(op, **fields) + payload
+
+
+def var_spec(name: bytes | str, dtype: int, shape: Sequence[int] = (), optimizer: int = 0, *,
+             use_locking: int = 0, use_nesterov: int = 0, learning_rate: float = 0.0,
+             momentum: float = 0.0, beta1: float = 0.9, beta2: float = 0.999,
+             epsilon: float = 1e-8, slot_init: float = 0.0, replicas_to_aggregate: int = 0,
+             total_num_replicas: int = 0, rank: int | None = None,
+             name_len: int | None = None) -> bytes:
+    """A REGISTER payload (VarSpec), field by field in the order docs/protocol.md lists them.
+
+    Any value the layout can carry is packed, valid or not: `name` may be bytes that are not
+    UTF-8, dims wrap to 64 bits, and `rank`/`name_len` override the rank byte and the name's
+    length field so a spec can lie about what follows.
+    """
+    raw = name.encode() if isinstance(name, str) else name
+    dims = b"".join(struct.pack("<Q", d & 0xFFFF_FFFF_FFFF_FFFF) for d in shape)
+    return (struct.pack("<H", len(raw) if name_len is None else name_len) + raw
+            + struct.pack("<BB", dtype, len(shape) if rank is None else rank) + dims
+            + struct.pack("<BBB6dII", optimizer, use_locking, use_nesterov, learning_rate,
+                          momentum, beta1, beta2, epsilon, slot_init, replicas_to_aggregate,
+                          total_num_replicas))
 
 
 def decode(raw: bytes) -> dict[str, Any]:

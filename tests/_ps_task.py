@@ -38,11 +38,16 @@ class PsProcess:
         nofile: Limit the process to this many file descriptors (RLIMIT_NOFILE), or None.
         address_space_extra: Limit the process's address space (RLIMIT_AS) to what it uses
             once started plus this many bytes, or None: allocations past it fail.
+        secret: The job's shared secret (bytes), or None: no authentication.
+        hello_timeout, idle_timeout, max_connections: The server's limits (None: the core's
+            defaults).
     """
 
     def __init__(self, port: int = 0, task: int = 0, max_payload: int | None = None,
                  cpu: int | None = None, nofile: int | None = None,
-                 address_space_extra: int | None = None) -> None:
+                 address_space_extra: int | None = None, secret: bytes | None = None,
+                 hello_timeout: float | None = None, idle_timeout: float | None = None,
+                 max_connections: int | None = None) -> None:
         cmd = [sys.executable, __file__, "--port", str(port), "--task", str(task)]
         if max_payload is not None:
             cmd += ["--max-payload", str(max_payload)]
@@ -50,18 +55,39 @@ class PsProcess:
             cmd += ["--nofile", str(nofile)]
         if address_space_extra is not None:
             cmd += ["--address-space-extra", str(address_space_extra)]
+        for flag, value in (("--hello-timeout", hello_timeout), ("--idle-timeout", idle_timeout),
+                            ("--max-connections", max_connections)):
+            if value is not None:
+                cmd += [flag, str(value)]
         env = dict(os.environ)
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+        env.pop("PSRT_TEST_SECRET", None)
+        if secret is not None:
+            env["PSRT_TEST_SECRET"] = secret.hex()  # not on the command line: ps shows it
         preexec = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, text=True,
                                      preexec_fn=preexec)
+        # stderr is drained by a thread, so a chatty ps never blocks on a full pipe.
+        self._err: list[str] = []
+        self._err_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._err_reader.start()
         line = self.proc.stdout.readline()
         if not line.strip().isdigit():
             self.stop()
             raise RuntimeError(f"ps task did not start: {line!r} {self.stderr()}")
         self.port = int(line)
         self.address = f"127.0.0.1:{self.port}"
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._err.append(line)
+
+    def events(self) -> list[str]:
+        """The server's events (failed authentication, closed idle peers, ...) so far."""
+        return [line[len("EVENT "):].strip() for line in list(self._err)
+                if line.startswith("EVENT ")]
 
     @property
     def pid(self) -> int:
@@ -71,9 +97,10 @@ class PsProcess:
         return self.proc.poll() is None
 
     def stderr(self) -> str:
-        if self.alive() or self.proc.stderr is None:
+        if self.alive():
             return ""
-        return self.proc.stderr.read()
+        self._err_reader.join(5)
+        return "".join(self._err)
 
     def kill(self) -> None:
         """SIGKILL, as a crashed or lost machine: no socket is closed in an orderly way."""
@@ -89,6 +116,7 @@ class PsProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        self._err_reader.join(5)  # EOF once the process is gone (a child may hold the pipe)
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if f is not None:
                 try:
@@ -106,12 +134,17 @@ def main() -> None:
     parser.add_argument("--max-payload", type=int, default=None)
     parser.add_argument("--nofile", type=int, default=None)
     parser.add_argument("--address-space-extra", type=int, default=None)
+    parser.add_argument("--hello-timeout", type=float, default=10.0)
+    parser.add_argument("--idle-timeout", type=float, default=600.0)
+    parser.add_argument("--max-connections", type=int, default=1024)
     args = parser.parse_args()
 
     from psrt import _core
 
     max_payload = _core.DEFAULT_MAX_PAYLOAD if args.max_payload is None else args.max_payload
-    server = _core.Server(args.host, args.port, args.job, args.task, max_payload)
+    secret = bytes.fromhex(os.environ.get("PSRT_TEST_SECRET", ""))
+    server = _core.Server(args.host, args.port, args.job, args.task, max_payload, secret,
+                          args.hello_timeout, args.idle_timeout, args.max_connections)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -133,6 +166,8 @@ def main() -> None:
         server.wait(0.05)
         server.done_workers()
         server.num_connections()
+        for event in server.take_events():
+            print("EVENT", event, file=sys.stderr, flush=True)
     server.stop()
 
 

@@ -8,6 +8,8 @@ late, never answer, or speak another version.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 import time
@@ -606,3 +608,92 @@ def test_is_initialized_and_list(client):
     assert listed[s]["dtype"] == "int64" and listed[s]["shape"] == ()
     ids = [v["id"] for v in client.list_variables(0)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+
+# ---- Heartbeats: a ps task that stops answering is noticed -------------------------------
+
+def _heartbeat_client(address: str, timeout: float = 1.0) -> _core.Client:
+    c = _core.Client("worker", 0, b"", timeout)
+    c.timeout = -1.0  # no reply deadline: only the heartbeat can end a wait
+    c.connect(0, address, 10.0)
+    return c
+
+
+def wait_stopped(pid: int) -> None:
+    """Returns once SIGSTOP has taken effect (state T): kill() only queues the signal."""
+    deadline = time.monotonic() + 5
+    while True:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        assert time.monotonic() < deadline, f"pid {pid} did not stop"
+        time.sleep(0.01)
+
+
+def test_stopped_ps_fails_the_pending_call_within_the_heartbeat_timeout():
+    # SIGSTOP is a host that stops answering without closing its sockets: with no reply
+    # deadline a pull would wait forever; the heartbeat ends it, naming the task.
+    proc = PsProcess()
+    c = _heartbeat_client(proc.address, timeout=1.0)
+    try:
+        [(h, _)] = c.register([(0, "v", "float32", [8], "GradientDescent",
+                                {"learning_rate": 1.0}, np.ones(8, np.float32))])
+        out = np.empty(8, np.float32)
+        c.pull([h], [out])
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            wait_stopped(proc.pid)
+            t0 = time.monotonic()
+            with pytest.raises(errors.UnavailableError) as e:
+                c.pull([h], [out])
+            waited = time.monotonic() - t0
+            assert 0.5 < waited < 4.0, waited
+            assert "/job:ps/task:0" in e.value.message and proc.address in e.value.message
+            assert "heartbeat within 1 s" in e.value.message
+            with pytest.raises(errors.UnavailableError):  # sticky until the next connect
+                c.pull([h], [out])
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        c.connect(0, proc.address, 10.0)  # the ps is back: reconnecting recovers
+        c.pull([h], [out])
+        assert out.tolist() == [1.0] * 8
+    finally:
+        c.close()
+        proc.stop()
+
+
+def test_long_synchronous_wait_is_not_taken_for_a_hang(ps):
+    # A wait for a step that does not come (3 s) is longer than the heartbeat timeout (1 s):
+    # the ps answers PINGs on the heartbeat connection meanwhile, so the wait ends normally.
+    c = _heartbeat_client(ps.address, timeout=1.0)
+    try:
+        sync = {"learning_rate": 1.0, "replicas_to_aggregate": 2, "total_num_replicas": 2}
+        name = f"hb_sync_{next(_names)}"
+        [(w, _)] = c.register([(0, name, "float32", [2], "GradientDescent", sync,
+                                np.zeros(2, np.float32))])
+        out = np.empty(2, np.float32)
+        t0 = time.monotonic()
+        _, [(ready, step, _)], _ = c.sync_step([], [], [], [], [], None, 0, -1, False,
+                                               [w], [out], [1], 0, 3.0)
+        assert not ready and step == 0
+        assert time.monotonic() - t0 >= 2.9
+        c.pull([w], [out])  # the connection is still healthy
+    finally:
+        c.close()
+
+
+def test_heartbeat_opens_one_more_connection_and_is_off_by_default():
+    srv = _core.Server("127.0.0.1", 0)
+    address = f"127.0.0.1:{srv.port}"
+    plain = _core.Client("worker", 0)
+    watched = None
+    try:
+        plain.connect(0, address, 10.0)
+        assert srv.num_connections() == 1
+        watched = _heartbeat_client(address)
+        assert srv.num_connections() == 3
+    finally:
+        plain.close()
+        if watched is not None:
+            watched.close()
+        srv.stop()

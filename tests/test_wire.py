@@ -136,12 +136,12 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None, 
 BAD_HEADERS = [
     ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
      ["magic", "0xdeadbeef", "0x54525350"]),
-    ("version 1", lambda ids: fr.header(fr.PING, version=1), fr.FAILED_PRECONDITION,
-     ["version 1", "version 2"]),
+    ("version 2", lambda ids: fr.header(fr.PING, version=2), fr.FAILED_PRECONDITION,
+     ["version 2", "version 3"]),
     ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
-     ["version 0", "version 2"]),
-    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..12"]),
-    ("op 13", lambda ids: fr.header(13), fr.INVALID_ARGUMENT, ["unknown op 13"]),
+     ["version 0", "version 3"]),
+    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..13"]),
+    ("op 14", lambda ids: fr.header(14), fr.INVALID_ARGUMENT, ["unknown op 14"]),
     ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
     ("dtype code", lambda ids: fr.header(fr.PULL, var_id=ids["W"], dtype=9),
      fr.INVALID_ARGUMENT, ["dtype code 9"]),
@@ -173,8 +173,8 @@ def test_bad_fixed_header_gets_error_then_close(peer, cluster, make, code, words
 
 def test_bad_header_before_hello_gets_error_then_close(ps):
     with fr.connect(ps.address, say_hello=False) as sock:
-        sock.sendall(fr.header(fr.HELLO, version=3))
-        expect_error(sock, fr.FAILED_PRECONDITION, "version 3", "version 2")
+        sock.sendall(fr.header(fr.HELLO, version=4))
+        expect_error(sock, fr.FAILED_PRECONDITION, "version 4", "version 3")
         assert fr.is_closed(sock)
 
 
@@ -711,3 +711,62 @@ def test_out_of_descriptors_backs_off_and_serves_open_connections(own_ps):
             time.sleep(0.2)
     assert_in_step(late)
     assert proc.alive(), proc.stderr()
+
+
+# ---- Connection limits: idle peers, peers that never say HELLO, too many peers -------------
+
+def test_idle_and_silent_peers_are_closed_and_logged(own_ps):
+    proc = own_ps(hello_timeout=1.0, idle_timeout=1.0)
+    silent = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+    idle = own_ps.connect(proc)  # said HELLO, then nothing, and has no heartbeat
+    with contextlib.closing(silent):
+        t0 = time.monotonic()
+        assert fr.is_closed(silent)
+        assert fr.is_closed(idle)
+        assert time.monotonic() - t0 < 5
+    deadline = time.monotonic() + 5
+    while len(proc.events()) < 2:
+        assert time.monotonic() < deadline, proc.events()
+        time.sleep(0.05)
+    events = " | ".join(proc.events())
+    assert "no HELLO within 1 s" in events and "closed idle connection of /job:worker/task:0" \
+        in events, events
+
+
+def test_idle_worker_with_a_heartbeat_keeps_its_connection(own_ps):
+    # The request connection idles past idle_timeout, but its task's heartbeat keeps pinging:
+    # a live worker computing for a long time is not cut off.
+    proc = own_ps(idle_timeout=1.0)
+    c = _core.Client("worker", 0, b"", 0.5)
+    c.timeout = 5.0
+    c.connect(0, proc.address, 10.0)
+    try:
+        [(h, _)] = c.register([(0, "v", "float32", [2], "GradientDescent",
+                                {"learning_rate": 1.0}, np.ones(2, np.float32))])
+        time.sleep(2.5)
+        out = np.empty(2, np.float32)
+        c.pull([h], [out])
+        assert out.tolist() == [1.0, 1.0]
+    finally:
+        c.close()
+    assert not any("idle" in e for e in proc.events()), proc.events()
+
+
+def test_connections_past_the_maximum_get_a_clear_refusal(own_ps):
+    proc = own_ps(max_connections=3)
+    kept = [own_ps.connect(proc) for _ in range(3)]
+    c = _core.Client("worker", 9)
+    with pytest.raises(errors.ResourceExhaustedError) as e:
+        c.connect(0, proc.address, 5.0)
+    assert "maximum of 3 connections" in e.value.message and "max_connections" in e.value.message
+    assert_in_step(kept[0])  # the others are served as before
+    kept[1].close()
+    deadline = time.monotonic() + 5
+    while True:  # a slot frees once the server reaps the closed connection
+        try:
+            c.connect(0, proc.address, 5.0)
+            break
+        except errors.ResourceExhaustedError:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    c.close()

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 2
+WIRE_VERSION: Final = 3
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -23,6 +23,12 @@ OPTIMIZER_STATE_SLOT: Final = 255
 """The slot index of Adam's (beta1_power, beta2_power), a float64[2], for pull/assign."""
 
 # ---- Kernels ---------------------------------------------------------------------------------
+
+def sha256(data: bytes) -> bytes:
+    """SHA-256 digest (32 bytes), FIPS 180-4; the core's own implementation."""
+
+def hmac_sha256(key: bytes, msg: bytes) -> bytes:
+    """HMAC-SHA256 (RFC 2104) of msg under key: 32 bytes."""
 
 def compiled_kernel_targets() -> list[str]:
     """Instruction-set targets compiled into this build, best first."""
@@ -87,7 +93,17 @@ class Server:
         job: str = "ps",
         task: int = 0,
         max_payload: int = 2147483648,
-    ) -> None: ...
+        secret: bytes = b"",
+        hello_timeout: float = 10.0,
+        idle_timeout: float = 600.0,
+        max_connections: int = 1024,
+    ) -> None:
+        """secret: the job's shared secret (b"": no authentication); with one every connection
+        must answer HELLO's HMAC-SHA256 challenge before any other request. hello_timeout
+        (seconds): a connection that has not completed HELLO/AUTH by then is closed.
+        idle_timeout (seconds): a connection with no frame for that long is closed, unless
+        (a request connection) its task's heartbeat is alive. max_connections: past it new
+        peers get RESOURCE_EXHAUSTED. <= 0 disables a limit."""
     @property
     def port(self) -> int:
         """The bound port (the OS's choice when constructed with port 0)."""
@@ -104,13 +120,21 @@ class Server:
         """(job, task) of every worker that sent WORKER_DONE."""
     def num_connections(self) -> int: ...
     def num_variables(self) -> int: ...
+    def take_events(self) -> list[str]:
+        """Events since the last call, oldest first: failed authentication (with the peer's
+        host:port), unauthenticated requests, idle or silent peers closed, peers refused past
+        max_connections. At most 1000 are kept."""
 
 class Client:
     """A worker's connections to its ps tasks (shards). Batched calls send every request to
     every shard before awaiting any reply. One call at a time; errors on a connection are
     sticky (its first failure is raised again by every later call on that shard)."""
 
-    def __init__(self, job: str, task: int) -> None: ...
+    def __init__(self, job: str, task: int, secret: bytes = b"",
+                 heartbeat_timeout: float = 0.0) -> None:
+        """secret: the job's shared secret (b"": none). heartbeat_timeout (seconds, <= 0: off):
+        each connect also opens a heartbeat connection; a ps task that leaves a PING
+        unanswered that long fails the pending and later calls with UnavailableError."""
     def connect(self, shard: int, address: str, timeout: float) -> None:
         """Connects shard to "host:port", retrying refused connections until timeout seconds,
         then exchanges HELLO. Raises UnavailableError naming /job:ps/task:K and the address;
