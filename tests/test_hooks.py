@@ -36,6 +36,7 @@ from psrt.hooks import (
     SessionRunValues,
     StepCounterHook,
     StopAtStepHook,
+    SummarySaverHook,
 )
 
 MOCK_START_TIME = 1484695987.209386
@@ -192,8 +193,31 @@ class FakeSaver:
 
 
 class FakeScaffold:
-    def __init__(self, saver):
+    def __init__(self, saver=None, summary_op=None):
         self.saver = saver
+        self.summary_op = summary_op
+
+
+class FakeSummaryWriter:
+    """Records what hooks write, as TF's fake_summary_writer: ``summaries[step]`` is the
+    list of ``(tag, simple_value)`` of the summaries written at that step."""
+
+    def __init__(self):
+        self.summaries = {}
+        self.session_logs = []
+        self.flushes = 0
+
+    def add_summary(self, summary, global_step=None):
+        if isinstance(summary, bytes):
+            summary = psrt.Summary.FromString(summary)
+        self.summaries.setdefault(global_step, []).extend(
+            (v.tag, v.simple_value) for v in summary.value)
+
+    def add_session_log(self, session_log, global_step=None):
+        self.session_logs.append((session_log.status, global_step))
+
+    def flush(self):
+        self.flushes += 1
 
 
 class Clock:
@@ -232,6 +256,13 @@ def clock(monkeypatch):
     c = Clock(MOCK_START_TIME)
     monkeypatch.setattr(hooks.time, "monotonic", lambda: c.now)
     return c
+
+
+@pytest.fixture(autouse=True)
+def _close_cached_writers():
+    """The hooks given an output directory share psrt.summary.FileWriterCache's writers."""
+    yield
+    psrt.summary.FileWriterCache.clear()
 
 
 @pytest.fixture
@@ -896,6 +927,30 @@ def test_step_counter_every_n_steps(gstep, logs, clock):
     assert sess.run_calls == 30  # no extra read of the global step
 
 
+def test_step_counter_writes_steps_per_sec_to_its_summary_writer(gstep, logs, clock):
+    writer = FakeSummaryWriter()
+    logged = _rate_log_steps(StepCounterHook(every_n_steps=10, summary_writer=writer),
+                             FakeSession(gstep), logs, clock, 30, dt=0.25)
+    assert writer.summaries == {11: [("global_step/sec", 4.0)], 21: [("global_step/sec", 4.0)]}
+    assert logged == {11: ("global_step/sec", 4.0), 21: ("global_step/sec", 4.0)}
+
+
+def test_step_counter_output_dir_writes_an_event_file(gstep, clock, tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: PLC0415
+
+    hook = StepCounterHook(every_n_steps=2, output_dir=str(tmp_path / "out"))
+    sess = FakeSession(gstep)
+    hook.begin()
+    mon_sess = HookedSession(sess, [hook])
+    for _ in range(5):
+        clock.now += 0.5
+        mon_sess.run(TrainOp())
+    psrt.summary.FileWriterCache.get(str(tmp_path / "out")).flush()
+    acc = ea.EventAccumulator(str(tmp_path / "out"))
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("global_step/sec")] == [(3, 2.0), (5, 2.0)]
+
+
 def test_step_counter_no_warning_when_step_increases(gstep, logs, clock):
     _rate_log_steps(StepCounterHook(every_n_steps=10), FakeSession(gstep), logs, clock, 30)
     assert _messages(logs, logging.WARNING) == []
@@ -1136,3 +1191,160 @@ def test_feed_fn_hook(gstep):
 def test_public_names():
     for name in hooks.__all__:
         assert getattr(hooks, name).__doc__, name
+
+
+# --------------------------------------------------------------------------------------
+# SummarySaverHook
+# --------------------------------------------------------------------------------------
+
+
+class FakeSummaryOp:
+    """A summary op: its value in FakeSession is a serialized Summary of the step the run
+    reached (so each write can be matched to its run)."""
+
+    def __init__(self, tag):
+        self.tag = tag
+
+
+class SummarySession(FakeSession):
+    def _value(self, fetch, feed):
+        if isinstance(fetch, FakeSummaryOp):
+            return psrt.Summary(value=[psrt.Summary.Value(
+                tag=fetch.tag, simple_value=self.step)]).SerializeToString()
+        return super()._value(fetch, feed)
+
+
+def _run_summary_hook(hook, sess, runs, clock=None, dt=0.0, train_op=None):
+    hook.begin()
+    mon_sess = HookedSession(sess, [hook])
+    for _ in range(runs):
+        if clock is not None:
+            clock.now += dt
+        mon_sess.run(train_op or TrainOp())
+    hook.end(sess)
+
+
+def test_summary_saver_args(gstep):
+    with pytest.raises(ValueError, match="Exactly one of scaffold or summary_op"):
+        SummarySaverHook(save_steps=1)
+    with pytest.raises(ValueError, match="Exactly one of scaffold or summary_op"):
+        SummarySaverHook(save_steps=1, scaffold=FakeScaffold(), summary_op=FakeSummaryOp("x"))
+    with pytest.raises(ValueError, match="Either every_secs or every_steps"):
+        SummarySaverHook(summary_op=FakeSummaryOp("x"))
+    with pytest.raises(ValueError, match="Can not provide both"):
+        SummarySaverHook(save_steps=1, save_secs=1, summary_op=FakeSummaryOp("x"))
+
+
+def test_summary_saver_needs_global_step(no_gstep):
+    with pytest.raises(RuntimeError, match="to use SummarySaverHook"):
+        SummarySaverHook(save_steps=1, summary_op=FakeSummaryOp("x")).begin()
+
+
+def test_summary_saver_save_steps(gstep):
+    # TF's test_save_steps: with save_steps=8 over 30 steps, summaries at 1, 9, 17, 25.
+    writer = FakeSummaryWriter()
+    sess = SummarySession(gstep)
+    hook = SummarySaverHook(save_steps=8, summary_writer=writer,
+                            summary_op=[FakeSummaryOp("a"), FakeSummaryOp("b")])
+    _run_summary_hook(hook, sess, 30)
+    assert writer.summaries == {s: [("a", s), ("b", s)] for s in (1, 9, 17, 25)}
+    assert writer.session_logs == [(psrt.summary.SessionLog.START, 1)]
+    assert writer.flushes == 1                  # end() flushes
+    assert sess.run_calls == 30                 # no extra read of the global step
+
+
+def test_summary_saver_multiple_steps_per_run(gstep):
+    # Each run advances the global step by 5 (steps 5, 10, ..., 30). As TF, a run fetches
+    # summaries when the step before it plus one is >= the last saved step + 8: the runs
+    # ending at 5 and at 20 (15 + 1 >= 5 + 8), then none (25 + 1 < 20 + 8).
+    writer = FakeSummaryWriter()
+    hook = SummarySaverHook(save_steps=8, summary_writer=writer,
+                            summary_op=FakeSummaryOp("a"))
+    _run_summary_hook(hook, SummarySession(gstep), 6, train_op=TrainOp(5))
+    assert sorted(writer.summaries) == [5, 20]
+
+
+def test_summary_saver_save_secs(gstep, clock):
+    writer = FakeSummaryWriter()
+    hook = SummarySaverHook(save_secs=0.5, summary_writer=writer,
+                            summary_op=FakeSummaryOp("a"))
+    _run_summary_hook(hook, SummarySession(gstep), 8, clock=clock, dt=0.2)
+    # Runs at 0.2 s apart: the first, then every third (0.6 s >= 0.5 s).
+    assert sorted(writer.summaries) == [1, 4, 7]
+
+
+def test_summary_saver_scaffold_summary_op_and_none(gstep):
+    writer = FakeSummaryWriter()
+    hook = SummarySaverHook(save_steps=2, summary_writer=writer,
+                            scaffold=FakeScaffold(summary_op=FakeSummaryOp("s")))
+    _run_summary_hook(hook, SummarySession(gstep), 3)
+    assert writer.summaries == {1: [("s", 1)], 3: [("s", 3)]}
+    # A scaffold without summaries: only the START log, no summary fetched.
+    writer = FakeSummaryWriter()
+    sess = SummarySession(gstep)
+    hook = SummarySaverHook(save_steps=2, summary_writer=writer, scaffold=FakeScaffold())
+    _run_summary_hook(hook, sess, 3)
+    assert writer.summaries == {} and writer.session_logs == [(1, 1)]
+
+
+def test_summary_saver_without_writer_fetches_and_drops(gstep):
+    sess = SummarySession(gstep)
+    hook = SummarySaverHook(save_steps=1, summary_op=FakeSummaryOp("a"))
+    _run_summary_hook(hook, sess, 2)
+    assert sess.step == 2
+
+
+def test_summary_saver_output_dir_with_real_summaries(tmp_path):
+    """A real monitored session on a private ps: the loss of each saved step and a
+    histogram of the variable, read back by TensorBoard."""
+    from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: PLC0415
+
+    psrt.reset_default_graph()
+    try:
+        w = psrt.Variable(np.ones(4, np.float32), name="w")
+        gs = psrt.train.get_or_create_global_step()
+        train_op = psrt.train.GradientDescentOptimizer(0.25).minimize(
+            lambda w: (float(w @ w), [2 * w]), var_list=[w], global_step=gs)
+        psrt.summary.scalar("loss", train_op)
+        psrt.summary.histogram("weights", w)
+        hook = SummarySaverHook(save_steps=3, output_dir=str(tmp_path),
+                                summary_op=psrt.summary.merge_all())
+        losses = {}
+        with psrt.train.MonitoredSession(hooks=[hook]) as sess:
+            for _ in range(7):
+                loss, step = sess.run([train_op, gs])
+                losses[step] = loss
+        acc = ea.EventAccumulator(str(tmp_path), size_guidance={ea.SCALARS: 0,
+                                                                ea.HISTOGRAMS: 0})
+        acc.Reload()                                  # end() flushed the cached writer
+        assert [(e.step, e.value) for e in acc.Scalars("loss")] == [
+            (s, pytest.approx(losses[s])) for s in (1, 4, 7)]
+        assert [e.step for e in acc.Histograms("weights")] == [1, 4, 7]
+        assert acc.Histograms("weights")[0].histogram_value.num == 4
+    finally:
+        psrt.reset_default_graph()
+
+
+# --------------------------------------------------------------------------------------
+# CheckpointSaverHook and summaries
+# --------------------------------------------------------------------------------------
+
+
+def test_ckpt_writes_a_checkpoint_session_log_per_save(ckpt):
+    from tensorboard.backend.event_processing import event_file_loader  # noqa: PLC0415
+
+    hook = CheckpointSaverHook(ckpt.model_dir, save_steps=2, saver=ckpt.saver)
+    hook.begin()
+    hook.after_create_session(ckpt.sess, None)
+    mon_sess = HookedSession(ckpt.sess, [hook])
+    for _ in range(3):
+        mon_sess.run(ckpt.train_op)
+    hook.end(ckpt.sess)
+    writer = psrt.summary.FileWriterCache.get(ckpt.model_dir)
+    writer.flush()
+    logs = [(e.step, e.session_log.status, e.session_log.checkpoint_path)
+            for e in event_file_loader.LegacyEventFileLoader(writer.event_file_path).Load()
+            if e.HasField("session_log")]
+    path = os.path.join(ckpt.model_dir, "model.ckpt")
+    assert logs == [(0, 3, path), (2, 3, path), (3, 3, path)]
+    assert ckpt.saver.steps == [0, 2, 3]

@@ -440,3 +440,130 @@ def test_ps_tasks_exit_by_themselves_once_every_worker_closed(tasks):
     for p in ps:
         p.expect_exit(0, timeout=10)
         assert p.expect("exit")["t"] > early_done["t"] + 0.3
+
+
+# ---- summaries (TF's default SummarySaverHook and StepCounterHook) ----------------------------
+
+def _events(logdir: str) -> Any:
+    """Every event of ``logdir`` read by TensorBoard, after closing the cached writers (so
+    the last CheckpointSaverHook log, written after the summary hook's flush, is there)."""
+    from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: PLC0415
+
+    psrt.summary.FileWriterCache.clear()
+    acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+    acc.Reload()
+    return acc
+
+
+def test_chief_writes_step_rate_and_summaries_every_n_steps_to_the_checkpoint_dir(job,
+                                                                                 tmp_path):
+    m = job.model
+    ckpt = str(tmp_path / "train")
+    psrt.summary.scalar("loss", m.train_op)
+    psrt.summary.histogram("weights", m.W)
+    losses = {}
+    with psrt.train.MonitoredTrainingSession(
+            master=job.target, is_chief=True, checkpoint_dir=ckpt, save_summaries_steps=5,
+            log_step_count_steps=5, hooks=[psrt.train.StopAtStepHook(last_step=12)]) as sess:
+        while not sess.should_stop():
+            loss, step = sess.run([m.train_op, m.global_step])
+            losses[step] = loss
+    acc = _events(ckpt)
+    # Summaries at TF's steps (the first run's, then every 5), each the loss of that step.
+    assert [(e.step, e.value) for e in acc.Scalars("loss")] == [
+        (s, pytest.approx(losses[s])) for s in (1, 6, 11)]
+    assert [e.step for e in acc.Histograms("weights")] == [1, 6, 11]
+    assert acc.Histograms("weights")[-1].histogram_value.num == m.W.shape[0] * m.W.shape[1]
+    rates = acc.Scalars("global_step/sec")
+    assert [e.step for e in rates] == [6, 11] and all(e.value > 0 for e in rates)
+    # The scaffold's default summary op is merge_all(), kept in the SUMMARY_OP collection.
+    [merged] = psrt.get_default_graph().get_collection(psrt.summary.SUMMARY_OP)
+    assert merged.tags == ["loss", "weights"]
+
+
+def test_summary_dir_save_summaries_secs_and_no_summaries(job, tmp_path):
+    m = job.model
+    psrt.summary.scalar("b0", lambda: 1.5)
+    logs = str(tmp_path / "logs")
+    with psrt.train.MonitoredTrainingSession(
+            master=job.target, is_chief=True, summary_dir=logs, save_summaries_secs=3600,
+            log_step_count_steps=2) as sess:
+        for _ in range(4):
+            sess.run(m.train_op)
+    acc = _events(logs)
+    # By time: only the first run's summaries within an hour; the step rate by steps.
+    assert [(e.step, e.value) for e in acc.Scalars("b0")] == [(1, 1.5)]
+    assert [e.step for e in acc.Scalars("global_step/sec")] == [3]
+    # No checkpoint_dir: nothing but the summaries there.
+    assert psrt.train.latest_checkpoint(logs) is None
+    # Both frequencies None: no SummarySaverHook, the step rate still written.
+    quiet = str(tmp_path / "quiet")
+    with psrt.train.MonitoredTrainingSession(
+            master=job.target, is_chief=True, summary_dir=quiet, save_summaries_steps=None,
+            log_step_count_steps=1) as sess:
+        for _ in range(3):
+            sess.run(m.train_op)
+    acc = _events(quiet)
+    assert acc.Tags()["scalars"] == ["global_step/sec"]
+
+
+def test_non_chief_writes_no_summaries(job, tmp_path):
+    m = job.model
+    psrt.summary.scalar("loss", m.train_op)
+    with psrt.train.MonitoredTrainingSession(master=job.target, is_chief=True) as chief:
+        chief.run(m.train_op)
+    worker_dir = tmp_path / "worker"
+    with psrt.train.MonitoredTrainingSession(
+            master=job.target, is_chief=False, checkpoint_dir=str(worker_dir),
+            save_summaries_steps=1, log_step_count_steps=1) as sess:
+        steps = [sess.run([m.train_op, m.global_step])[1] for _ in range(3)]
+    assert steps == [2, 3, 4]
+    assert not worker_dir.exists()
+
+
+def test_scaffold_summary_op_defaults_and_collection():
+    psrt.reset_default_graph()
+    try:
+        assert psrt.train.Scaffold().summary_op is None
+        psrt.Variable(np.zeros(2, np.float32), name="v")  # the default Saver needs one
+        a = psrt.summary.scalar("a", 1.0)
+        scaffold = psrt.train.Scaffold()
+        scaffold.finalize()
+        assert scaffold.summary_op.tags == ["a"]
+        assert psrt.get_default_graph().get_collection("summary_op") == [scaffold.summary_op]
+        copy = psrt.train.Scaffold(copy_from_scaffold=scaffold)
+        assert copy.summary_op is scaffold.summary_op
+        # A second scaffold of the finalized graph takes the collection's op.
+        again = psrt.train.Scaffold()
+        again.finalize()
+        assert again.summary_op is scaffold.summary_op
+        assert psrt.train.Scaffold(summary_op=a).summary_op is a
+    finally:
+        psrt.reset_default_graph()
+    try:
+        psrt.Variable(np.zeros(2, np.float32), name="v")
+        psrt.get_default_graph().add_to_collection("summary_op", psrt.summary.scalar("x", 1))
+        psrt.get_default_graph().add_to_collection("summary_op", psrt.summary.scalar("y", 2))
+        with pytest.raises(RuntimeError, match='More than one item in the collection '
+                                               '"summary_op".*Scaffold\\(summary_op='):
+            psrt.train.Scaffold().finalize()
+    finally:
+        psrt.reset_default_graph()
+
+
+def test_signature_shows_use_default_not_an_object_address():
+    import inspect  # noqa: PLC0415
+    import pydoc  # noqa: PLC0415
+
+    sig = inspect.signature(psrt.train.MonitoredTrainingSession)
+    for name in ("save_checkpoint_secs", "save_summaries_steps", "save_summaries_secs",
+                 "save_checkpoint_steps"):
+        assert repr(sig.parameters[name].default) == "USE_DEFAULT", name
+    text = pydoc.render_doc(psrt.train.MonitoredTrainingSession, renderer=pydoc.plaintext)
+    assert "object at 0x" not in text and text.count("= USE_DEFAULT") == 4
+    import copy as copy_module  # noqa: PLC0415
+    import pickle  # noqa: PLC0415
+    from psrt.monitored_session import USE_DEFAULT  # noqa: PLC0415
+
+    assert copy_module.deepcopy(USE_DEFAULT) is USE_DEFAULT
+    assert pickle.loads(pickle.dumps(USE_DEFAULT)) is USE_DEFAULT

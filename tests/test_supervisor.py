@@ -247,3 +247,111 @@ def test_local_init_op_runs_once_ready_for_local_init_op_reports_nothing(job, tm
     with pytest.raises(RuntimeError, match="not make model ready for local_init.*"
                                            "never_initialized"):
         bad.prepare_or_wait_for_session(job.target)
+
+
+# ---- summaries --------------------------------------------------------------------------------
+
+def _events(logdir: str):
+    from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: PLC0415
+
+    acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+    acc.Reload()
+    return acc
+
+
+def _session_logs(logdir: str) -> list[tuple[int, int]]:
+    from tensorboard.backend.event_processing import event_file_loader  # noqa: PLC0415
+
+    out = []
+    for name in sorted(os.listdir(logdir)):
+        if "tfevents" in name:
+            for e in event_file_loader.LegacyEventFileLoader(os.path.join(logdir, name)).Load():
+                if e.HasField("session_log"):
+                    out.append((e.session_log.status, e.step))
+    return out
+
+
+def _wait_for_tags(sv: psrt.train.Supervisor, logdir: str, kind: str, tags: set[str]) -> None:
+    """Waits (up to 30 s) until the summary threads' first writes are in the event file."""
+    deadline = time.monotonic() + 30
+    while True:
+        sv.summary_writer.flush()
+        if tags <= set(_events(logdir).Tags()[kind]):
+            return
+        assert time.monotonic() < deadline, f"no {tags} in {logdir} after 30 s"
+        time.sleep(0.05)
+
+
+def test_chief_summary_threads_and_summary_computed(job, tmp_path):
+    m = job.model
+    logdir = str(tmp_path / "logs")
+    psrt.summary.histogram("weights", m.W)
+    psrt.summary.scalar("lr", lambda: 0.05)      # a function of no feed runs alone
+    # A summary of the train op's loss cannot run alone: kept out of merge_all and written
+    # by the training loop through summary_computed, as TF scripts do.
+    loss_summary = psrt.summary.scalar("loss", m.train_op, collections=[])
+    sv = psrt.train.Supervisor(is_chief=True, logdir=logdir,
+                               init_op=psrt.global_variables_initializer(),
+                               saver=psrt.train.Saver(), global_step=m.global_step,
+                               save_model_secs=0, save_summaries_secs=3600)
+    assert sv.summary_op.tags == ["weights", "lr"] and sv.save_summaries_secs == 3600
+    assert psrt.get_default_graph().get_collection("summary_op") == [sv.summary_op]
+    assert sv.summary_writer.get_logdir() == logdir
+    with sv.managed_session(job.target) as sess:
+        # The summary and step counter threads run at once (then hourly).
+        _wait_for_tags(sv, logdir, "histograms", {"weights"})
+        _wait_for_tags(sv, logdir, "scalars", {"lr", "global_step/sec"})
+        losses = [sess.run([m.train_op, loss_summary]) for _ in range(3)]
+        sv.summary_computed(sess, losses[-1][1])                   # at the global step: 3
+        sv.summary_computed(sess, losses[0][1], global_step=100)
+    acc = _events(logdir)
+    assert [e.step for e in acc.Histograms("weights")] == [0]
+    assert [(e.step, e.value) for e in acc.Scalars("lr")] == [(0, pytest.approx(0.05))]
+    assert [(e.step, e.value) for e in acc.Scalars("loss")] == [
+        (3, pytest.approx(losses[-1][0])), (100, pytest.approx(losses[0][0]))]
+    assert [e.step for e in acc.Scalars("global_step/sec")] == [0]
+    # START when the services started, STOP (no step) when the supervisor stopped.
+    start, stop = psrt.summary.SessionLog.START, psrt.summary.SessionLog.STOP
+    assert _session_logs(logdir) == [(start, 0), (stop, 0)]
+    with pytest.warns(UserWarning, match="closed FileWriter"):
+        sv.summary_writer.flush()                                  # stop() closed it
+
+
+def test_summary_thread_error_stops_training_and_is_raised_on_exit(job, tmp_path):
+    m = job.model
+    psrt.summary.scalar("loss", m.train_op)      # needs its train op in the same run
+    logdir = str(tmp_path / "logs")
+    sv = psrt.train.Supervisor(is_chief=True, logdir=logdir,
+                               init_op=psrt.global_variables_initializer(),
+                               global_step=m.global_step, save_model_secs=0)
+    with pytest.raises(errors.InvalidArgumentError, match="reads the loss of train op"):
+        with sv.managed_session(job.target) as sess:
+            deadline = time.monotonic() + 30
+            while not sv.should_stop():
+                assert time.monotonic() < deadline
+                sess.run(m.train_op)
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(m.W)
+
+
+def test_summary_writer_only_on_a_chief_with_a_logdir_or_given(job, tmp_path):
+    m = job.model
+    chief = _supervisor(job, None)
+    assert chief.summary_writer is None and chief.summary_op is None
+    sess = chief.prepare_or_wait_for_session(job.target)
+    try:
+        with pytest.raises(RuntimeError, match="Writing a summary requires a summary writer"):
+            chief.summary_computed(sess, psrt.Summary())
+    finally:
+        chief.stop()
+        sess.close()
+    other = psrt.train.Supervisor(is_chief=False, logdir=str(tmp_path / "w"), summary_op=None,
+                                  global_step=m.global_step)
+    assert other.summary_writer is None and other.save_summaries_secs is None
+    assert not (tmp_path / "w").exists()
+    writer = psrt.summary.FileWriter(str(tmp_path / "mine"))
+    given = psrt.train.Supervisor(is_chief=True, logdir=str(tmp_path / "given"),
+                                  summary_op=None, summary_writer=writer,
+                                  global_step=m.global_step)
+    assert given.summary_writer is writer
+    writer.close()

@@ -6,7 +6,8 @@ standard hooks here copy TensorFlow 1.x's names, signatures, defaults and behavi
 
 * :class:`StopAtStepHook`: requests stop at a global step.
 * :class:`CheckpointSaverHook` (+ :class:`CheckpointSaverListener`): saves checkpoints.
-* :class:`StepCounterHook`: logs global steps per second.
+* :class:`StepCounterHook`: logs global steps per second (and writes it as a summary).
+* :class:`SummarySaverHook`: writes summary ops' values every N steps or seconds.
 * :class:`LoggingTensorHook`: logs values every N local steps, N seconds, or at end.
 * :class:`NanTensorHook`: stops or fails on a NaN loss.
 * :class:`GlobalStepWaiterHook`: holds a worker back until the global step is reached.
@@ -30,10 +31,12 @@ cost), where TF's hooks read a stale pre-increment value and then spend an extra
 ``session.run`` to re-read it. psrt's hooks use the fetched value directly and never
 make that extra round trip; the trigger points are the same as TF's.
 
-psrt has no graph and no summaries: arguments that only feed TF's summary writer
-(``output_dir``, ``summary_writer``, ``save_graph_def``) are accepted for
-compatibility and have no effect. Logging goes to the ``logging`` logger ``"psrt"``.
-``SummarySaverHook`` and ``ProfilerHook`` are not provided.
+Summaries go to event files for TensorBoard, as TF's: ``StepCounterHook`` writes
+``global_step/sec``, ``SummarySaverHook`` the values of summary ops (``psrt.summary``), and
+``CheckpointSaverHook`` a ``SessionLog`` CHECKPOINT per save, each to the shared
+``psrt.summary.FileWriterCache`` writer of its directory. psrt has no dataflow graph, so
+``save_graph_def`` has no effect. Logging goes to the ``logging`` logger ``"psrt"``.
+``ProfilerHook`` is not provided.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ __all__ = [
     "CheckpointSaverListener",
     "CheckpointSaverHook",
     "StepCounterHook",
+    "SummarySaverHook",
     "LoggingTensorHook",
     "NanLossDuringTrainingError",
     "NanTensorHook",
@@ -348,6 +352,19 @@ def _step_value(value) -> int:
     return int(value)
 
 
+def _summary():
+    """The psrt.summary module (lazy: it imports the optimizers, which import this module)."""
+    from psrt import summary  # noqa: PLC0415
+
+    return summary
+
+
+def _session_log(status: str, **fields):
+    """A ``SessionLog`` protocol buffer with status START, STOP or CHECKPOINT."""
+    session_log = _summary().SessionLog
+    return session_log(status=getattr(session_log, status), **fields)
+
+
 # --------------------------------------------------------------------------------------
 # basic_session_run_hooks.py
 # --------------------------------------------------------------------------------------
@@ -567,7 +584,8 @@ class CheckpointSaverHook(SessionRunHook):
     * in ``end()``, unless the last save was at the current step.
 
     The saver is ``saver``, else ``scaffold.saver``, else psrt's default saver (as TF's
-    ``SAVERS`` collection lookup).
+    ``SAVERS`` collection lookup). Each save also writes a ``SessionLog`` CHECKPOINT event at
+    its step to ``psrt.summary.FileWriterCache.get(checkpoint_dir)``, as TF.
 
     Args:
         checkpoint_dir: Directory for the checkpoint files (str).
@@ -578,7 +596,7 @@ class CheckpointSaverHook(SessionRunHook):
         checkpoint_basename: Base name of the checkpoint files.
         scaffold: A ``Scaffold`` whose ``saver`` is used, or None.
         listeners: ``CheckpointSaverListener`` instances called around every save.
-        save_graph_def: Accepted for TF's signature; psrt has no graph to save.
+        save_graph_def: Accepted for TF's signature; psrt has no dataflow graph to save.
 
     Raises:
         ValueError: Both ``saver`` and ``scaffold`` were given; or not exactly one of
@@ -601,15 +619,17 @@ class CheckpointSaverHook(SessionRunHook):
         self._listeners = list(listeners or [])
         self._save_graph_def = save_graph_def
         self._global_step_tensor = None
+        self._summary_writer = None
 
     def begin(self) -> None:
-        """Creates ``checkpoint_dir`` if needed (as TF's hook does through its summary
-        writer), looks up the global step and calls the listeners' ``begin()``.
+        """Gets the summary writer of ``checkpoint_dir`` (which creates the directory, as
+        TF's), looks up the global step and calls the listeners' ``begin()``.
 
         Raises:
             RuntimeError: No global step exists.
         """
         os.makedirs(self._checkpoint_dir, exist_ok=True)
+        self._summary_writer = _summary().FileWriterCache.get(self._checkpoint_dir)
         self._global_step_tensor = _global_step_for("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
@@ -649,6 +669,9 @@ class CheckpointSaverHook(SessionRunHook):
             listener.before_save(session, step)
         _logger.info("Saving checkpoints for %d into %s.", step, self._save_path)
         self._get_saver().save(session, self._save_path, global_step=step)
+        if self._summary_writer is not None:
+            self._summary_writer.add_session_log(
+                _session_log("CHECKPOINT", checkpoint_path=self._save_path), step)
         _logger.info("Calling checkpoint listeners after saving checkpoint %d...", step)
         should_stop = False
         for listener in self._listeners:
@@ -671,20 +694,24 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs global steps per second, as ``tf.train.StepCounterHook``.
+    """Logs global steps per second and writes them as a summary, as
+    ``tf.train.StepCounterHook``.
 
     Every ``every_n_steps`` global steps (or ``every_n_secs`` seconds) logs
     ``"global_step/sec: X"`` at INFO to the ``"psrt"`` logger (the tag is the global
     step's name, without any ``:0`` suffix, plus ``/sec``), where X is the global steps
     between the two triggers, as returned by the session, divided by the seconds between
-    them. The first trigger only starts the clock. If the global step does not change
-    between runs, a warning is logged (the first 5 times), as TF does.
+    them; with a summary writer, X is also written as a scalar summary of that tag at the
+    global step. The first trigger only starts the clock. If the global step does not
+    change between runs, a warning is logged (the first 5 times), as TF does.
 
     Args:
         every_n_steps: Log every N global steps (int).
         every_n_secs: Log every N seconds. Exactly one of the two must be given.
-        output_dir: Accepted for TF's signature; psrt writes no summaries.
-        summary_writer: Accepted for TF's signature; psrt writes no summaries.
+        output_dir: Directory to write the summaries to, through
+            ``psrt.summary.FileWriterCache.get(output_dir)``; used when ``summary_writer``
+            is None.
+        summary_writer: A ``psrt.summary.FileWriter``, or None.
 
     Raises:
         ValueError: Not exactly one of ``every_n_steps`` and ``every_n_secs`` was given.
@@ -708,11 +735,14 @@ class StepCounterHook(SessionRunHook):
         self._summary_tag = "global_step/sec"
 
     def begin(self) -> None:
-        """Looks up the global step.
+        """Gets the summary writer of ``output_dir`` (when no writer was given) and looks up
+        the global step.
 
         Raises:
             RuntimeError: No global step exists.
         """
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = _summary().FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _global_step_for("StepCounterHook")
         name = getattr(self._global_step_tensor, "name", None)
         if isinstance(name, str) and name:
@@ -724,12 +754,13 @@ class StepCounterHook(SessionRunHook):
 
     def after_run(self, run_context: SessionRunContext,
                   run_values: SessionRunValues) -> None:
-        """Logs ``global_step/sec`` (steps per second) when the timer triggers."""
+        """Logs ``global_step/sec`` (steps per second) when the timer triggers, and writes
+        it to the summary writer at this step."""
         step = _step_value(run_values.results)
         if self._timer.should_trigger_for_step(step):
             elapsed_secs, elapsed_steps = self._timer.update_last_triggered_step(step)
             if elapsed_secs is not None and elapsed_secs > 0:
-                _logger.info("%s: %g", self._summary_tag, elapsed_steps / elapsed_secs)
+                self._log_and_record(elapsed_steps / elapsed_secs, step)
         if step == self._last_global_step:
             if self._not_increased_warnings < self._MAX_NOT_INCREASED_WARNINGS:
                 self._not_increased_warnings += 1
@@ -740,6 +771,115 @@ class StepCounterHook(SessionRunHook):
                     "psrt.train.get_global_step() to Optimizer.apply_gradients or "
                     "Optimizer.minimize.", step, self._last_global_step)
         self._last_global_step = step
+
+    def _log_and_record(self, steps_per_sec: float, step: int) -> None:
+        if self._summary_writer is not None:
+            summary = _summary().Summary
+            self._summary_writer.add_summary(summary(value=[summary.Value(
+                tag=self._summary_tag, simple_value=steps_per_sec)]), step)
+        _logger.info("%s: %g", self._summary_tag, steps_per_sec)
+
+
+class SummarySaverHook(SessionRunHook):
+    """Saves summaries every N steps or seconds, as ``tf.train.SummarySaverHook``.
+
+    The summary ops are fetched in the same run as the training step (so a summary of a
+    train op's loss sees that step's loss, and variables are pulled in the same round
+    trip) on the first run and then whenever the timer triggers for the next global
+    step; their values are written at the global step that run reached. The first run
+    also writes a ``SessionLog`` START at that step (TensorBoard then drops events a
+    restarted job left beyond it). ``end()`` flushes the writer.
+
+    TF reads the global step again after a run that fetched summaries (an extra
+    ``session.run``); psrt's run already returns the step after its increment, so summaries
+    are written at the same steps as TF's (with ``save_steps=100`` from step 0: 1, 101,
+    201...) with no extra round trip.
+
+    Args:
+        save_steps: Save every N global steps (int).
+        save_secs: Save every N seconds. Exactly one of ``save_steps`` and ``save_secs``
+            must be given.
+        output_dir: Directory to write to, through ``psrt.summary.FileWriterCache``; used
+            when ``summary_writer`` is None.
+        summary_writer: A ``psrt.summary.FileWriter``, or None (then ``output_dir``'s).
+            With neither, the summaries are computed and dropped, as TF.
+        scaffold: A ``Scaffold`` whose ``summary_op`` (by default ``merge_all()`` of the
+            graph) is saved.
+        summary_op: A summary op (``psrt.summary.scalar``, ``merge_all()``...) or a list of
+            them.
+
+    Raises:
+        ValueError: Not exactly one of ``scaffold`` and ``summary_op``; or not exactly one
+            of ``save_steps`` and ``save_secs``.
+    """
+
+    def __init__(self, save_steps: Optional[int] = None, save_secs: Optional[float] = None,
+                 output_dir: Optional[str] = None, summary_writer=None, scaffold=None,
+                 summary_op=None) -> None:
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op = summary_op
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._next_step: Optional[int] = None
+        self._request_summary = False
+        self._global_step_tensor = None
+
+    def begin(self) -> None:
+        """Gets the summary writer of ``output_dir`` (when no writer was given) and looks up
+        the global step.
+
+        Raises:
+            RuntimeError: No global step exists.
+        """
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = _summary().FileWriterCache.get(self._output_dir)
+        self._next_step = None
+        self._global_step_tensor = _global_step_for("SummarySaverHook")
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        """Requests the global step, and the summary ops when this run is due."""
+        self._request_summary = (self._next_step is None or
+                                 self._timer.should_trigger_for_step(self._next_step))
+        requests = {"global_step": self._global_step_tensor}
+        if self._request_summary:
+            summary_op = self._get_summary_op()
+            if summary_op is not None:
+                requests["summary"] = summary_op
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context: SessionRunContext,
+                  run_values: SessionRunValues) -> None:
+        """Writes the fetched summaries at the global step this run reached."""
+        if not self._summary_writer:
+            return
+        global_step = _step_value(run_values.results["global_step"])
+        if self._next_step is None:
+            self._summary_writer.add_session_log(_session_log("START"), global_step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            for summary in run_values.results.get("summary", ()):
+                self._summary_writer.add_summary(summary, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session=None) -> None:
+        """Flushes the summary writer."""
+        if self._summary_writer:
+            self._summary_writer.flush()
+
+    def _get_summary_op(self) -> Optional[list]:
+        """The summary ops to fetch (a list), from ``summary_op`` or the scaffold; None if
+        there are none."""
+        summary_op = self._summary_op
+        if summary_op is None:
+            summary_op = self._scaffold.summary_op
+        if summary_op is None:
+            return None
+        if not isinstance(summary_op, list):
+            return [summary_op]
+        return summary_op
 
 
 class NanLossDuringTrainingError(RuntimeError):

@@ -9,6 +9,11 @@ restores the latest checkpoint) instead of surfacing AbortedError/UnavailableErr
 TF, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
 truncated) is skipped for the newest intact one the ``checkpoint`` state file lists, with
 a WARNING naming both: see :meth:`psrt.train.Saver.restore`.
+
+Summaries, as TF: the chief of a MonitoredTrainingSession writes ``global_step/sec`` and the
+graph's merged summaries (``psrt.summary.merge_all()``) to its summary directory; a
+Supervisor's chief writes them from its summary thread, and ``summary_computed`` writes
+summaries the training loop computed itself.
 """
 
 from __future__ import annotations
@@ -34,14 +39,55 @@ _PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 # Beyond TF: non-chief workers poll readiness this often (TF sleeps 30 s between checks).
 _READY_POLL_SECS = 0.1
 
-USE_DEFAULT = object()
+
+class _UseDefault:
+    """The "argument not given" marker of MonitoredTrainingSession (TF's ``USE_DEFAULT``),
+    shown as ``USE_DEFAULT`` in signatures and ``help()``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "USE_DEFAULT"
+
+    def __reduce__(self) -> str:
+        return "USE_DEFAULT"  # pickles (and copies) as this module's single instance
+
+
+USE_DEFAULT = _UseDefault()
+
+
+def _summary() -> Any:
+    """The psrt.summary module (imported here on first use, like the hooks do)."""
+    from psrt import summary  # noqa: PLC0415
+
+    return summary
+
+
+def _first_of_collection(key: str, arg_name: str | None = None) -> Any:
+    """The first item of collection ``key`` of the default graph, or None. With
+    ``arg_name`` (a Scaffold field, TF's ``Scaffold.get_or_default``) more than one item is
+    an error; without (TF's ``Supervisor._get_first_op_from_collection``) it is logged.
+
+    Raises:
+        RuntimeError: ``arg_name`` was given and the collection holds several items.
+    """
+    items = _variables.get_default_graph().get_collection(key)
+    if len(items) > 1:
+        if arg_name is not None:
+            raise RuntimeError(f'More than one item in the collection "{key}". Please '
+                               f'indicate which one to use by passing it to the Scaffold '
+                               f'constructor as: Scaffold({arg_name}=item to use)')
+        _logger.info("Found %d %s operations. Returning the first one.", len(items), key)
+    return items[0] if items else None
 
 
 class Scaffold:
-    """What a training session needs besides the model: init op, ready op, saver, as TF's
-    ``tf.train.Scaffold``. ``finalize()`` fills the defaults: ``global_variables_initializer()``,
-    ``report_uninitialized_variables()`` and a :class:`psrt.train.Saver` of all global
-    variables; then the graph is finalized (no new variables).
+    """What a training session needs besides the model: init op, ready op, summary op, saver,
+    as TF's ``tf.train.Scaffold``. ``finalize()`` fills the defaults:
+    ``global_variables_initializer()``, ``report_uninitialized_variables()``, the summary op
+    of the ``SUMMARY_OP`` collection or else ``psrt.summary.merge_all()`` (None without
+    summaries), and a :class:`psrt.train.Saver` of all global variables; then the graph is
+    finalized (no new variables).
 
     Args:
         init_op: Op run by the chief when there is no checkpoint to restore.
@@ -53,7 +99,8 @@ class Scaffold:
         local_init_op: Run in every new session (chief and others) once
             ``ready_for_local_init_op`` reports nothing, as TF (default None: psrt has no
             local variables or tables; e.g. a SyncReplicasOptimizer's ``chief_init_op``).
-        summary_op: Accepted; psrt writes no summaries.
+        summary_op: The summary op a MonitoredTrainingSession's ``SummarySaverHook`` writes;
+            default as above.
         saver: A Saver; default: ``Saver(max_to_keep=5)`` over all global variables.
         copy_from_scaffold: Copy unset fields from this scaffold.
     """
@@ -70,6 +117,7 @@ class Scaffold:
             init_fn = init_fn or copy_from_scaffold._user_init_fn
             ready_op = ready_op or copy_from_scaffold.ready_op
             saver = saver or copy_from_scaffold.saver
+            summary_op = summary_op or copy_from_scaffold.summary_op
             local_init_op = local_init_op or copy_from_scaffold.local_init_op
             ready_for_local_init_op = (ready_for_local_init_op or
                                        copy_from_scaffold.ready_for_local_init_op)
@@ -92,6 +140,14 @@ class Scaffold:
         if self._ready_for_local_init_op is None and self._local_init_op is not None:
             self._ready_for_local_init_op = _variables.report_uninitialized_variables(
                 _variables.global_variables())
+        if self._summary_op is None:
+            summary = _summary()
+            self._summary_op = _first_of_collection(summary.SUMMARY_OP, "summary_op")
+            if self._summary_op is None:
+                self._summary_op = summary.merge_all()
+                if self._summary_op is not None:
+                    _variables.get_default_graph().add_to_collection(summary.SUMMARY_OP,
+                                                                     self._summary_op)
         if self._saver is None:
             self._saver = _checkpoint.Saver(var_list=_variables.global_variables(),
                                             max_to_keep=5)
@@ -582,15 +638,22 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     and optimizer slots) or initializes; beyond TF, when the latest checkpoint is corrupt
     (a tensor's CRC-32C does not match, or the file is truncated) it restores the newest
     intact one the ``checkpoint`` state file lists and logs a WARNING naming both, and only
-    when none is intact does DataLossError surface (:meth:`psrt.train.Saver.restore`). The
-    chief adds a ``StepCounterHook`` (every ``log_step_count_steps``) and, with a
-    ``checkpoint_dir``, a ``CheckpointSaverHook`` (every ``save_checkpoint_secs``, default
-    600 s, or ``save_checkpoint_steps``). Other workers never initialize: they wait until
-    the model is ready (polling every 0.1 s, up to ``max_wait_secs``) and run only
-    ``hooks``. On the chief, hooks run in TF's order: ``chief_only_hooks``, the default
-    hooks, then ``hooks``. A lost ps task that comes back is recovered from; see the module
-    docstring. psrt writes no summaries: ``save_summaries_*`` and ``summary_dir`` are
-    accepted and unused.
+    when none is intact does DataLossError surface (:meth:`psrt.train.Saver.restore`).
+
+    The chief adds TF's default hooks: a ``StepCounterHook`` logging ``global_step/sec``
+    every ``log_step_count_steps`` global steps (beyond TF, also without a summary
+    directory: it then only logs) and writing it to the summary directory; with a summary
+    directory (``summary_dir``, else ``checkpoint_dir``) a ``SummarySaverHook`` writing the
+    scaffold's summary op (by default ``psrt.summary.merge_all()``: every summary op of the
+    graph) every ``save_summaries_steps`` global steps (default 100) or
+    ``save_summaries_secs``; with a ``checkpoint_dir`` a ``CheckpointSaverHook`` (every
+    ``save_checkpoint_secs``, default 600 s, or ``save_checkpoint_steps``). Summaries are
+    computed in the same run as the training step, so ``psrt.summary.scalar("loss",
+    train_op)`` records the loss of the step at that global step. Other workers never
+    initialize: they wait until the model is ready (polling every 0.1 s, up to
+    ``max_wait_secs``), run only ``hooks`` and write no summaries. On the chief, hooks run
+    in TF's order: ``chief_only_hooks``, the default hooks, then ``hooks``. A lost ps task
+    that comes back is recovered from; see the module docstring.
 
     When the session closes normally, a worker tells the ps tasks it finished, so their
     ``Server.join(exit_when_workers_done=True)`` can return once every worker has.
@@ -602,17 +665,34 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
         scaffold: A :class:`Scaffold`.
         hooks: Hooks for every worker.
         chief_only_hooks: Hooks for the chief only.
-        save_checkpoint_secs: Seconds between saves (default 600; None: not by time).
-        save_checkpoint_steps: Global steps between saves (default: by time).
+        save_checkpoint_secs: Seconds between saves. Not given (``USE_DEFAULT``): 600,
+            unless ``save_checkpoint_steps`` is given. None or 0: not by time.
+        save_summaries_steps: Global steps between summaries. Not given: 100, unless
+            ``save_summaries_secs`` is given. None or 0: not by steps.
+        save_summaries_secs: Seconds between summaries. Not given: none. When both are
+            None (or 0) no summaries are written.
         config: A :class:`psrt.ConfigProto` (``connect_timeout_secs`` bounds how long the
             session waits for a lost ps task to come back before UnavailableError).
+        stop_grace_period_secs: Accepted; psrt starts no threads to wait for.
         log_step_count_steps: Steps between ``global_step/sec`` logs (None or 0: none).
         max_wait_secs: How long a non-chief waits for the model (seconds), then
             DeadlineExceededError naming the variables never initialized.
+        save_checkpoint_steps: Global steps between saves. Not given: none (saves are by
+            time). Given alone, it replaces the 600 s default; when both are given, only
+            ``save_checkpoint_secs`` is used, as TF.
+        summary_dir: Directory of the event files (default: ``checkpoint_dir``; neither:
+            no summaries are written).
+        save_graph_def: Accepted; psrt has no dataflow graph to save.
 
     Returns:
         A :class:`MonitoredSession` (a context manager).
     """
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     elif save_checkpoint_secs is USE_DEFAULT:
@@ -627,13 +707,21 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                                 stop_grace_period_secs=stop_grace_period_secs)
     # TF's order: chief-only hooks, the default hooks, then ``hooks``.
     all_hooks = list(chief_only_hooks or [])
+    summary_dir = summary_dir or checkpoint_dir
     if log_step_count_steps and log_step_count_steps > 0:
         all_hooks.append(_hooks.StepCounterHook(output_dir=summary_dir,
                                                 every_n_steps=log_step_count_steps))
+    if summary_dir and ((save_summaries_steps and save_summaries_steps > 0) or
+                        (save_summaries_secs and save_summaries_secs > 0)):
+        all_hooks.append(_hooks.SummarySaverHook(
+            scaffold=scaffold, save_steps=save_summaries_steps or None,
+            save_secs=save_summaries_secs or None, output_dir=summary_dir))
     if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0) or
                            (save_checkpoint_steps and save_checkpoint_steps > 0)):
+        # As TF documents: when both are given, only save_checkpoint_secs is used.
         all_hooks.append(_hooks.CheckpointSaverHook(
-            checkpoint_dir, save_steps=save_checkpoint_steps, save_secs=save_checkpoint_secs,
+            checkpoint_dir, save_secs=save_checkpoint_secs or None,
+            save_steps=None if save_checkpoint_secs else save_checkpoint_steps,
             scaffold=scaffold))
     all_hooks.extend(hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
@@ -653,8 +741,17 @@ def _is_worker_target(master: str) -> bool:
 
 class Supervisor:
     """The older training helper, as ``tf.train.Supervisor``: the chief initializes or
-    restores from ``logdir`` and saves a checkpoint every ``save_model_secs`` on a thread;
-    other tasks wait for the model.
+    restores from ``logdir``, saves a checkpoint every ``save_model_secs`` and computes the
+    summaries every ``save_summaries_secs`` on threads; other tasks wait for the model.
+
+    Summaries, on the chief, as TF: ``summary_writer`` (default a ``FileWriter(logdir)``)
+    gets a ``SessionLog`` START when the services start, the value of ``summary_op`` and
+    ``global_step/sec`` from the summary threads (at once, then every
+    ``save_summaries_secs``), a CHECKPOINT per periodic save, and a STOP when the supervisor
+    stops (which closes the writer). The summary thread runs ``summary_op`` alone, so a
+    summary that reads feeds or a train op's loss fails there, stopping training with that
+    error, as in TF: pass ``summary_op=None`` and write such summaries from the training
+    loop with :meth:`summary_computed`.
 
     Args:
         graph: Accepted (psrt uses the default graph).
@@ -670,12 +767,18 @@ class Supervisor:
         logdir: Checkpoint directory (None: no checkpoints). The chief restores its latest
             checkpoint, or, beyond TF, when that one is corrupt, the newest intact one the
             state file lists (see :meth:`psrt.train.Saver.restore`).
-        summary_op, summary_writer, save_summaries_secs: Accepted; psrt writes no summaries.
+        summary_op: The summary op the chief's summary thread writes. Default
+            (``USE_DEFAULT``): the first op of the ``SUMMARY_OP`` collection, else
+            ``psrt.summary.merge_all()`` (None without summary ops). None: no summary
+            thread.
         saver: Default ``Saver(max_to_keep=5)`` of all global variables (when ``logdir``).
         global_step: Default the graph's global step.
+        save_summaries_secs: Seconds between the chief's summaries (default 120; 0: none).
         save_model_secs: Seconds between checkpoints (0: none).
         recovery_wait_secs: Accepted (readiness is polled every 0.1 s).
         checkpoint_basename: Default "model.ckpt".
+        summary_writer: The chief's ``psrt.summary.FileWriter``. Default: a new one for
+            ``logdir`` (none without a ``logdir``). None: no summaries are written.
         init_fn: ``init_fn(sess)`` after ``init_op``.
     """
 
@@ -708,10 +811,28 @@ class Supervisor:
             saver = _checkpoint.Saver(var_list=_variables.global_variables(), max_to_keep=5) \
                 if logdir else None
         self._saver = saver
+        if summary_op is Supervisor.USE_DEFAULT:
+            summary = _summary()
+            summary_op = _first_of_collection(summary.SUMMARY_OP)
+            if summary_op is None:
+                summary_op = summary.merge_all()
+                if summary_op is not None:
+                    _variables.get_default_graph().add_to_collection(summary.SUMMARY_OP,
+                                                                     summary_op)
+        self._summary_op = summary_op
         self._global_step = (_variables.get_global_step() if global_step is
                              Supervisor.USE_DEFAULT else global_step)
         self._save_model_secs = save_model_secs
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
+        # As TF, only the chief computes and writes summaries.
+        self._save_summaries_secs = save_summaries_secs if is_chief else None
+        self._summary_writer = None
+        if is_chief:
+            if summary_writer is Supervisor.USE_DEFAULT:
+                if logdir:
+                    self._summary_writer = _summary().FileWriter(logdir)
+            else:
+                self._summary_writer = summary_writer
         if is_chief and logdir:
             # TF's chief creates logdir through its summary writer.
             os.makedirs(logdir, exist_ok=True)
@@ -721,10 +842,15 @@ class Supervisor:
         self._coord_stop = threading.Event()
         self._stopped = False
         self._threads: list[threading.Thread] = []
+        self._thread_error: BaseException | None = None
         self._sess: Session | None = None
         _variables.get_default_graph().finalize()
 
     is_chief = property(lambda self: self._is_chief)
+    summary_op = property(lambda self: self._summary_op)
+    summary_writer = property(lambda self: self._summary_writer)
+    save_summaries_secs = property(lambda self: self._save_summaries_secs)
+    save_model_secs = property(lambda self: self._save_model_secs)
     saver = property(lambda self: self._saver)
     global_step = property(lambda self: self._global_step)
     save_path = property(lambda self: self._save_path)
@@ -743,8 +869,15 @@ class Supervisor:
                                     wait_for_checkpoint: bool = False,
                                     max_wait_secs: float = 7200,
                                     start_standard_services: bool = True) -> Session:
-        """The chief's initialized or restored session (and its checkpoint thread), or a
-        non-chief's session once the model is ready, as TF."""
+        """The chief's initialized or restored session (and its checkpoint and summary
+        threads), or a non-chief's session once the model is ready, as TF. A supervisor
+        stopped before is usable again: its stop request is cleared and its summary writer
+        reopened (a new event file), as TF."""
+        self._coord_stop.clear()
+        self._stopped = False
+        self._thread_error = None
+        if self._summary_writer is not None:
+            self._summary_writer.reopen()
         if self._is_chief:
             sess = self._session_manager.prepare_session(
                 master, init_op=self._init_op, saver=self._saver, checkpoint_dir=self._logdir,
@@ -760,21 +893,86 @@ class Supervisor:
         return sess
 
     def start_standard_services(self, sess: Session) -> list[threading.Thread]:
-        """Starts the checkpoint thread (every ``save_model_secs``) on the chief."""
+        """Starts the chief's services, as TF: with a summary writer, a ``SessionLog`` START
+        at the current step, then the summary thread (``summary_op`` at once and every
+        ``save_summaries_secs``) and the step counter thread (``global_step/sec``, as
+        often); and the checkpoint thread (every ``save_model_secs``). Without a ``logdir``
+        nothing starts (TF's rule). Returns the threads started.
+
+        Raises:
+            RuntimeError: called on a non-chief supervisor.
+        """
         if not self._is_chief:
             raise RuntimeError("Only chief supervisor can start standard services. Because "
                                "only chief supervisors can write events.")
+        if not self._logdir:
+            return []
+        writer = self._summary_writer
+        if self._global_step is not None and writer is not None:
+            writer.add_session_log(_hooks._session_log("START"),
+                                   _variables.global_step(sess, self._global_step))
+        started = []
+        if self._save_summaries_secs and self._save_summaries_secs > 0 and writer is not None:
+            if self._summary_op is not None:
+                started.append(self._start_looper(
+                    "summary", self._save_summaries_secs, lambda: self._write_summaries(sess)))
+            if self._global_step is not None:
+                counter = _StepCounter(self, sess)
+                started.append(self._start_looper("step-counter", self._save_summaries_secs,
+                                                  counter.run, counter.start))
         if self._saver is not None and self._save_model_secs and self._save_model_secs > 0:
             t = threading.Thread(target=self._checkpoint_loop, args=(sess,),
                                  name="psrt-supervisor-checkpoint", daemon=True)
             t.start()
             self._threads.append(t)
-        return list(self._threads)
+            started.append(t)
+        return started
+
+    def _start_looper(self, name: str, interval: float, target: Callable[[], None],
+                      start: Callable[[], None] | None = None) -> threading.Thread:
+        """A thread calling ``target`` at once and then every ``interval`` seconds until stop,
+        as TF's ``LooperThread``. A lost or restarted ps task (AbortedError,
+        UnavailableError) is logged and the next call tried; any other error stops the
+        supervisor and is raised again by :meth:`stop`, as TF's coordinator does."""
+        def run() -> None:
+            try:
+                if start is not None:
+                    start()
+                next_time = time.monotonic()
+                while not self._coord_stop.wait(max(0.0, next_time - time.monotonic())):
+                    next_time += interval
+                    try:
+                        target()
+                    except _PREEMPTION_ERRORS as e:
+                        _logger.warning("Supervisor %s thread: %s", name, e)
+            except BaseException as e:  # noqa: BLE001 - handed to the training thread
+                _logger.error("Supervisor %s thread failed; stopping: %s", name, e)
+                if self._thread_error is None:
+                    self._thread_error = e
+                self.request_stop(e)
+        t = threading.Thread(target=run, name=f"psrt-supervisor-{name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
+
+    def _write_summaries(self, sess: Session) -> None:
+        """The summary thread's call (TF's ``SVSummaryThread.run_loop``)."""
+        if self._global_step is not None:
+            summary, step = sess.run([self._summary_op, self._global_step])
+        else:
+            summary, step = sess.run(self._summary_op), None
+        if self._summary_writer is not None:
+            _logger.info("Recording summary at step %s.", step)
+            self._summary_writer.add_summary(summary, step)
 
     def _checkpoint_loop(self, sess: Session) -> None:
         while not self._coord_stop.wait(self._save_model_secs):
             try:
                 self._save(sess)
+                if self._summary_writer is not None and self._global_step is not None:
+                    self._summary_writer.add_session_log(
+                        _hooks._session_log("CHECKPOINT", checkpoint_path=self._save_path),
+                        _variables.global_step(sess, self._global_step))
             except errors.OpError as e:
                 _logger.warning("Supervisor checkpoint failed: %s", e)
 
@@ -799,7 +997,13 @@ class Supervisor:
     def stop(self, threads: Any = None, close_summary_writer: bool = True,
              ignore_live_threads: bool = False) -> None:
         """Stops the services; beyond TF, the chief saves a final checkpoint (when it has a
-        ``logdir``). Idempotent: a second call saves nothing more."""
+        ``logdir``). Then, as TF, writes a ``SessionLog`` STOP to the summary writer and
+        closes it (when ``close_summary_writer``). Idempotent: a second call does nothing.
+
+        Raises:
+            Exception: the error that stopped a service thread (e.g. a summary op that
+                cannot run alone), as TF's coordinator re-raises it.
+        """
         if self._stopped:
             return
         self._stopped = True
@@ -812,14 +1016,41 @@ class Supervisor:
                 self._save(self._sess)
             except errors.OpError as e:
                 _logger.warning("Supervisor final checkpoint failed: %s", e)
+        if close_summary_writer and self._summary_writer is not None:
+            # No step: the session may be gone (TF's rule).
+            self._summary_writer.add_session_log(_hooks._session_log("STOP"))
+            self._summary_writer.close()
+        if self._thread_error is not None:
+            error, self._thread_error = self._thread_error, None
+            raise error
+
+    def summary_computed(self, sess: Session, summary: Any, global_step: Any = None) -> None:
+        """Writes a summary the training loop computed, as TF's ``summary_computed``.
+
+        Args:
+            sess: The session, to read the global step when ``global_step`` is None.
+            summary: ``sess.run(summary_op)``'s value (serialized Summary bytes) or a
+                ``psrt.Summary``.
+            global_step: The step to record (int); None: the current global step (when
+                the supervisor has one).
+
+        Raises:
+            RuntimeError: the supervisor has no summary writer (a non-chief, or no
+                ``logdir``).
+        """
+        if self._summary_writer is None:
+            raise RuntimeError("Writing a summary requires a summary writer.")
+        if global_step is None and self._global_step is not None:
+            global_step = _variables.global_step(sess, self._global_step)
+        self._summary_writer.add_summary(summary, global_step)
 
     @contextlib.contextmanager
     def managed_session(self, master: str = "", config: Any = None,
                         start_standard_services: bool = True,
                         close_summary_writer: bool = True) -> Iterator[Session]:
         """A context manager yielding a prepared session and stopping the supervisor on
-        exit; an OutOfRangeError inside ends it normally, as TF."""
-        self._stopped = False
+        exit (see :meth:`stop`; ``close_summary_writer`` is passed on); an OutOfRangeError
+        inside ends it normally, as TF."""
         sess = self.prepare_or_wait_for_session(master, config=config,
                                                 start_standard_services=start_standard_services)
         try:
@@ -827,13 +1058,15 @@ class Supervisor:
         except errors.OutOfRangeError:
             pass
         finally:
-            self.stop()
-            if _is_worker_target(master):
-                try:
-                    sess._psrt_worker_done()
-                except errors.OpError:
-                    pass
-            sess.close()
+            try:
+                self.stop(close_summary_writer=close_summary_writer)
+            finally:
+                if _is_worker_target(master):
+                    try:
+                        sess._psrt_worker_done()
+                    except errors.OpError:
+                        pass
+                sess.close()
 
     def loop(self, timer_interval_secs: float, target: Callable[..., Any],
              args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None
@@ -846,3 +1079,36 @@ class Supervisor:
         t.start()
         self._threads.append(t)
         return t
+
+
+class _StepCounter:
+    """The Supervisor's step counter thread (TF's ``SVStepCounterThread``): writes the
+    global steps per second since the previous call as ``global_step/sec`` at the current
+    step, and logs the first 10."""
+
+    def __init__(self, sv: Supervisor, sess: Session) -> None:
+        self._sv = sv
+        self._sess = sess
+        self._tag = f"{sv.global_step.name.split(':', 1)[0]}/sec"
+        self._last_time = 0.0
+        self._last_step = 0
+        self._logged = 0
+
+    def start(self) -> None:
+        self._last_time = time.monotonic()
+        self._last_step = _variables.global_step(self._sess, self._sv.global_step)
+
+    def run(self) -> None:
+        step = _variables.global_step(self._sess, self._sv.global_step)
+        now = time.monotonic()
+        elapsed = now - self._last_time
+        steps_per_sec = (step - self._last_step) / elapsed if elapsed > 0 else float("inf")
+        self._last_step, self._last_time = step, now
+        writer = self._sv.summary_writer
+        if writer is not None:
+            summary = _summary().Summary
+            writer.add_summary(summary(value=[summary.Value(
+                tag=self._tag, simple_value=steps_per_sec)]), step)
+        if self._logged < 10:
+            self._logged += 1
+            _logger.info("%s: %g", self._tag, steps_per_sec)

@@ -24,6 +24,7 @@ from psrt.hooks import (
     SessionRunValues,
     StepCounterHook,
     StopAtStepHook,
+    SummarySaverHook,
 )
 from psrt.checkpoint import (
     Saver,
