@@ -340,8 +340,7 @@ void Client::HeartbeatLoop() {
           EncodeHeader(h, hb);
           const ssize_t n = send(w.fd, hb, kHeaderSize, MSG_DONTWAIT | MSG_NOSIGNAL);
           if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            Condemn(&w, w.name + ": heartbeat connection lost (" +
-                            ErrnoMessage("send", "", errno) + ")");
+            Condemn(&w, ErrnoMessage("send to", w.name, errno));
             continue;
           }
           if (n == static_cast<ssize_t>(kHeaderSize)) {
@@ -387,9 +386,10 @@ void Client::HeartbeatLoop() {
         }
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (r < 0 && errno == EINTR) continue;
-        Condemn(&w, w.name + ": heartbeat connection " +
-                        (r == 0 ? std::string("closed by the ps task")
-                                : "lost (" + ErrnoMessage("recv", "", errno) + ")"));
+        // The ps task closed or lost the connection (it exited, or its host reset it): the
+        // same words the request connection would use when it sees the end of stream.
+        Condemn(&w, r == 0 ? "connection to " + w.name + " closed by the ps task"
+                           : ErrnoMessage("recv from", w.name, errno));
         break;
       }
     }

@@ -398,7 +398,8 @@ def worker_main(cfg: dict[str, Any]) -> None:
 
     Config keys: cluster, task_index, is_chief (default task 0), checkpoint_dir,
     save_checkpoint_steps, last_step or num_steps (a StopAtStepHook), step_sleep (seconds
-    after each run), max_wait_secs, connect_timeout_secs, init_seed (the chief's initial
+    after each run), max_wait_secs, connect_timeout_secs, heartbeat_timeout_secs, init_seed
+    (the chief's initial
     values), pause_before_training (seconds), report_step (emit "reached" once the global
     step is >= it), record_dir (chief: record the pulled state after each re-created
     session), recovery_pause (seconds to hold back after a re-created session).
@@ -457,7 +458,8 @@ def worker_main(cfg: dict[str, Any]) -> None:
     kwargs: dict[str, Any] = {}
     if cfg.get("save_checkpoint_steps") is not None:
         kwargs["save_checkpoint_steps"] = int(cfg["save_checkpoint_steps"])
-    config = psrt.ConfigProto(connect_timeout_secs=float(cfg.get("connect_timeout_secs", 300)))
+    config = psrt.ConfigProto(connect_timeout_secs=float(cfg.get("connect_timeout_secs", 300)),
+                              heartbeat_timeout_secs=float(cfg.get("heartbeat_timeout_secs", 20)))
     runs, first, step = 0, None, None
     report_step = cfg.get("report_step")
     step_sleep = float(cfg.get("step_sleep", 0.0))

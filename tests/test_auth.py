@@ -264,3 +264,42 @@ def test_no_secret_on_either_side_is_unchanged():
         out = np.empty(2, np.float32)
         c.pull([h], [out])
         assert out.tolist() == [0.0, 0.0]
+
+
+# ---- A whole job with a secret, and an intruder -------------------------------------------
+
+@pytest.mark.slow
+def test_job_with_a_secret_trains_while_an_intruder_gets_nowhere(tmp_path):
+    # The ps tasks end when every worker is done (as under psrt-launch): before authentication
+    # two forged WORKER_DONE frames made one exit mid-training. Here the intruder, without the
+    # secret and with a wrong one, reads nothing, writes nothing and ends nothing; the real
+    # worker trains to its last step and the ps tasks exit 0 after it.
+    from _mts_cluster import Tasks, ps_ports
+
+    env = {"PSRT_AUTH_SECRET": "job-secret-" + os.urandom(8).hex()}
+    tasks = Tasks(str(tmp_path))
+    try:
+        ps = tasks.ps(2, workers=1, exit_when_workers_done=[True, True], env=[env, env])
+        cfg = {"cluster": {"ps": [f"127.0.0.1:{p}" for p in ps_ports(ps)],
+                           "worker": ["127.0.0.1:0"]},
+               "task_index": 0, "last_step": 300, "step_sleep": 0.01, "init_seed": 3}
+        worker = tasks.start("chief", "worker", cfg, env=env)
+        worker.expect("first_step", timeout=30)
+        for port in ps_ports(ps):
+            for secret in (b"", b"guess"):
+                c = _core.Client("worker", 0, secret)
+                with pytest.raises(errors.UnauthenticatedError):
+                    c.connect(0, f"127.0.0.1:{port}", 5.0)
+            for _ in range(2):
+                with contextlib.closing(socket.create_connection(("127.0.0.1", port))) as s:
+                    hello(s)
+                    s.sendall(fr.frame(fr.WORKER_DONE, b"worker", var_id=0))
+                    assert fr.read_frame(s)[0]["status"] == 16
+        time.sleep(0.5)
+        assert all(p.proc.poll() is None for p in ps), "a forged WORKER_DONE ended a ps task"
+        assert worker.expect("done", timeout=60)["last"] >= 300
+        worker.expect_exit(0)
+        for p in ps:
+            p.expect_exit(0, timeout=15)
+    finally:
+        tasks.reap_all()

@@ -214,3 +214,69 @@ def test_sigkill_during_saver_save_leaves_loadable_latest_checkpoint(tasks, tmp_
         np.testing.assert_array_equal(acc, reader.get_tensor("big/Adagrad"))
     finally:
         server.stop()
+
+
+# ---- a ps task that stops answering (SIGSTOP: a hung process or a host gone silent) --------
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _wait_for(pred, timeout: float, what: str) -> float:
+    t0 = time.monotonic()
+    while not pred():
+        assert time.monotonic() - t0 < timeout, what
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_stopped_ps_is_noticed_by_every_worker_and_the_job_recovers(tasks, tmp_path):
+    # Before heartbeats the workers made no step and raised nothing while the ps was stopped,
+    # for as long as it stayed stopped. Now each one's pending run fails within the heartbeat
+    # timeout (2 s) naming the task, the workers wait for it, and after SIGCONT the job goes on
+    # and reaches its last step.
+    ckpt = str(tmp_path / "train")
+    ps = tasks.ps(2, workers=2)
+    common = dict(last_step=400, step_sleep=0.005, heartbeat_timeout_secs=2.0)
+    chief = tasks.worker("chief", ps, 2, 0, checkpoint_dir=ckpt, save_checkpoint_steps=50,
+                         init_seed=7, report_step=100, **common)
+    other = tasks.worker("worker1", ps, 2, 1, **common)
+    chief.expect("reached", timeout=30)
+    os.kill(ps[1].pid, signal.SIGSTOP)
+    try:
+        _wait_for(lambda: _stopped(ps[1].pid), 5, "ps1 did not stop")
+        needle = "/job:ps/task:1 at 127.0.0.1:%d did not answer a heartbeat within 2 s" % \
+            ps_ports(ps)[1]
+        for w in (chief, other):
+            waited = _wait_for(lambda: needle in w.stderr_tail(200), 10,
+                               f"{w.name} did not report the silent ps: {w.stderr_tail()}")
+            assert waited < 6.0, (w.name, waited)
+        assert chief.event("done") is None and other.event("done") is None
+    finally:
+        os.kill(ps[1].pid, signal.SIGCONT)
+    for w in (chief, other):
+        assert w.expect("done", timeout=60)["last"] >= 400
+        w.expect_exit(0)
+    assert chief.expect("session", nth=2)["n"] == 2  # the session was re-created
+
+
+@pytest.mark.slow
+def test_ps_stopped_for_good_ends_the_worker_with_one_clear_error(tasks):
+    ps = tasks.ps(1, workers=1)
+    worker = tasks.worker("chief", ps, 1, 0, last_step=100000, step_sleep=0.005,
+                          heartbeat_timeout_secs=1.0, connect_timeout_secs=3.0, init_seed=1)
+    worker.expect("first_step", timeout=30)
+    os.kill(ps[0].pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        err = worker.expect("error", timeout=30)
+        elapsed = time.monotonic() - t0
+        assert worker.wait(10) == 1
+    finally:
+        os.kill(ps[0].pid, signal.SIGCONT)
+    assert err["type"] == "UnavailableError"
+    assert "/job:ps/task:0" in err["message"] and "3 s" in err["message"], err
+    assert "\n" not in err["message"]
+    assert 3.0 < elapsed < 15.0, elapsed  # heartbeat 1 s, then the 3 s connect deadline

@@ -18,6 +18,9 @@ with the environment variables
   scripts that read their role from it (:func:`psrt.train.task_role_from_tf_config`);
 * ``PSRT_EXIT_WHEN_WORKERS_DONE=1``: a ps task's ``server.join()`` returns once every worker
   task has closed its ``MonitoredTrainingSession``;
+* ``PSRT_AUTH_SECRET``: a random secret for this job (32 bytes, hex), unless
+  ``PSRT_AUTH_SECRET`` or ``PSRT_AUTH_SECRET_FILE`` is already set, so every task
+  authenticates the others and nothing else that reaches the ports can join or change the job;
 * ``PYTHONUNBUFFERED=1``;
 * ``OMP_NUM_THREADS=max(1, CPUs // workers)``, unless ``OMP_NUM_THREADS``,
   ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set: otherwise the BLAS behind every
@@ -66,6 +69,7 @@ import argparse
 import json
 import logging
 import os
+import secrets
 import selectors
 import signal
 import socket
@@ -393,6 +397,10 @@ class _Launcher:
             # workers on one machine they fight over the CPUs (mnist_dist's hidden layer
             # trains 10x slower). Share the CPUs instead, as torchrun does.
             self.blas_threads = max(1, (os.cpu_count() or 1) // args.workers)
+        # One secret for the whole job: the tasks authenticate each other (docs/protocol.md).
+        secret = None
+        if not (os.environ.get("PSRT_AUTH_SECRET") or os.environ.get("PSRT_AUTH_SECRET_FILE")):
+            secret = secrets.token_hex(32)
         self.tasks: list[_Task] = []
         for job, count in (("ps", args.ps), ("worker", args.workers)):
             for i in range(count):
@@ -405,6 +413,8 @@ class _Launcher:
                     {"cluster": cluster, "task": {"type": job, "index": i}})
                 env[_EXIT_WHEN_WORKERS_DONE_ENV] = "1"
                 env["PYTHONUNBUFFERED"] = "1"
+                if secret is not None:
+                    env["PSRT_AUTH_SECRET"] = secret
                 if self.blas_threads is not None:
                     env["OMP_NUM_THREADS"] = str(self.blas_threads)
                 self.tasks.append(_Task(job, i, argv, env, output))

@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any
 
-from psrt import _core, errors
+from psrt import _auth, _core, errors
 from psrt.cluster import ClusterSpec
 
 _logger = logging.getLogger("psrt")
@@ -83,6 +83,10 @@ class Server:
         self._host, self._port = _split_port(job_name, self._task, self._address)
         self._core: _core.Server | None = None
         self._lock = threading.Lock()
+        from psrt.session import ConfigProto  # noqa: PLC0415 (session imports server lazily)
+
+        self._config = config if isinstance(config, ConfigProto) else ConfigProto()
+        self._secret = _auth.resolve_secret(self._config.auth_secret)
         if start:
             self.start()
 
@@ -129,7 +133,12 @@ class Server:
         with self._lock:
             if self._core is not None and not self._core.stopped:
                 return
-            self._core = _core.Server(self._host, self._port, self._job, self._task)
+            c = self._config
+            self._core = _core.Server(self._host, self._port, self._job, self._task,
+                                      _core.DEFAULT_MAX_PAYLOAD, self._secret,
+                                      c.hello_timeout_secs, c.idle_timeout_secs,
+                                      c.max_connections)
+            _auth.warn_if_unprotected(self._host, self._core.port, self._secret, self._name())
             if self._port == 0:
                 # Make the cluster (and so sessions of this process) name the bound port.
                 d = self._cluster.as_dict()
@@ -181,6 +190,7 @@ class Server:
                 previous[sig] = signal.signal(sig, handler)
         try:
             while not self._core.wait(0.1):
+                self._log_events()
                 if stop_signal:
                     _logger.info("%s: signal %d, stopping", self._name(), stop_signal[0])
                     self._core.stop()
@@ -195,6 +205,15 @@ class Server:
         finally:
             for sig, h in previous.items():
                 signal.signal(sig, h)
+
+    def _log_events(self) -> None:
+        """Logs what the core recorded: refused or failed authentication (WARNING, with the
+        peer's address), idle or silent peers closed and peers past max_connections (INFO)."""
+        if self._core is None:
+            return
+        for event in self._core.take_events():
+            warn = "authentication" in event or "unauthenticated" in event
+            _logger.log(logging.WARNING if warn else logging.INFO, "%s: %s", self._name(), event)
 
     def _name(self) -> str:
         return f"/job:{self._job}/task:{self._task}"

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt import _core, errors
+from psrt import _auth, _core, errors
 from psrt.optimizers import IndexedSlices, SlotVariable, TrainOp
 from psrt.placement import DeviceSpec
 from psrt.variables import Graph, Operation, PartitionedVariable, Variable, get_default_graph
@@ -55,19 +55,48 @@ class ConfigProto:
             (default 300; must be > 0). Past it the run raises DeadlineExceededError naming
             the step, the missing gradients, the variable and its ps task. A positive
             ``operation_timeout_in_ms`` takes precedence.
+        heartbeat_timeout_secs: psrt only (as ps-lite's and gloo's heartbeats; TF1 has none).
+            A session pings each ps task over a second connection; one that leaves a ping
+            unanswered this long (a stopped or hung process, a vanished host) fails the
+            pending run with UnavailableError naming ``/job:ps/task:K`` and its address, which
+            MonitoredTrainingSession recovers from like a lost ps task. Default 20 s; 0
+            disables it. Long pushes and synchronous waits never count as silence.
+        auth_secret: psrt only. The job's shared secret (str or bytes) for sessions and
+            servers made with this config; default: ``PSRT_AUTH_SECRET``, else the file named
+            by ``PSRT_AUTH_SECRET_FILE``, else none. With a secret, every connection proves
+            it knows it (HMAC-SHA256 challenge-response) before any request is served.
+        hello_timeout_secs, idle_timeout_secs, max_connections: psrt only, for servers made
+            with this config: a peer that has not completed HELLO (and authentication) within
+            ``hello_timeout_secs`` (default 10) is closed; a connection with no request for
+            ``idle_timeout_secs`` (default 600) whose task sends no heartbeat either is
+            closed; at most ``max_connections`` (default 1024) are served at once, and a
+            peer past it gets ResourceExhaustedError. 0 disables a limit.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
 
     Raises:
-        ValueError: ``sync_timeout_secs`` is not > 0.
+        ValueError: ``sync_timeout_secs`` is not > 0, or a timeout or limit is negative.
     """
 
     def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
                  cluster_def: Any = None, sync_timeout_secs: float = 300.0,
-                 **ignored: Any) -> None:
+                 heartbeat_timeout_secs: float = 20.0, auth_secret: str | bytes | None = None,
+                 hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
+                 max_connections: int = 1024, **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
+        for name, value in (("heartbeat_timeout_secs", heartbeat_timeout_secs),
+                            ("hello_timeout_secs", hello_timeout_secs),
+                            ("idle_timeout_secs", idle_timeout_secs),
+                            ("max_connections", max_connections)):
+            if not float(value) >= 0:
+                raise ValueError(f"{name} must be >= 0 (0 disables it); got {value!r}")
+        self.heartbeat_timeout_secs = float(heartbeat_timeout_secs)
+        self.auth_secret = auth_secret
+        self.hello_timeout_secs = float(hello_timeout_secs)
+        self.idle_timeout_secs = float(idle_timeout_secs)
+        self.max_connections = int(max_connections)
         if not float(sync_timeout_secs) > 0:
             raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
         self.sync_timeout_secs = float(sync_timeout_secs)
@@ -138,10 +167,12 @@ class Session:
         self._closed = False
         self._lock = threading.RLock()
         self._own_server: _core.Server | None = None
+        secret = _auth.resolve_secret(self._config.auth_secret)
         self._cluster = None
         self._self_task: tuple[str, int] | None = None
         if target == "":
-            self._own_server = _core.Server("127.0.0.1", 0, "localhost", 0)
+            self._own_server = _core.Server("127.0.0.1", 0, "localhost", 0,
+                                            _core.DEFAULT_MAX_PAYLOAD, secret)
             self._default_address = f"127.0.0.1:{self._own_server.port}"
         else:
             address = _parse_target(target)
@@ -149,13 +180,15 @@ class Session:
             if srv is not None:
                 self._cluster = srv.server_def_cluster
                 self._self_task = (srv.job_name, srv.task_index)
+                if self._config.auth_secret is None and srv._secret:
+                    secret = srv._secret  # the Server's config named the job's secret
             elif self._config.cluster_def is not None:
                 from psrt.cluster import ClusterSpec  # noqa: PLC0415
 
                 self._cluster = ClusterSpec(self._config.cluster_def)
             self._default_address = address
         job, task = self._self_task or ("client", 0)
-        self._client = _core.Client(job, task)
+        self._client = _core.Client(job, task, secret, self._config.heartbeat_timeout_secs)
         timeout_ms = self._config.operation_timeout_in_ms
         self._client.timeout = timeout_ms / 1000.0 if timeout_ms > 0 else -1.0
         self._shards: dict[tuple[str | None, int], int] = {}
