@@ -148,7 +148,8 @@ def test_scalar_missing_feed_and_bad_values(model_sess):
                        match=r"You must feed a value for 'x' \(read by scalar summary 'x'\)"):
         sess.run(psrt.summary.scalar("x", "x"))
     with pytest.raises(errors.InvalidArgumentError, match="You must feed a value for 'y'"):
-        sess.run(psrt.summary.scalar("f", lambda y: y), {"x": 1.0})
+        sess.run([m.train_op, psrt.summary.scalar("f", lambda y: y)], {"x": 1.0})
+    assert m.losses_computed == 0 and sess.run(m.global_step) == 0  # the run ran nothing
     assert parse(sess.run(psrt.summary.scalar("d", lambda y=7: y))).value[0].simple_value == 7
     # A name nothing feeds is the variable of that name.
     assert parse(sess.run(psrt.summary.scalar("by_name", "c"))).value[0].simple_value == 2.5

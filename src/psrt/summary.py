@@ -109,11 +109,9 @@ def __getattr__(name: str) -> Any:
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")
 
 
-def _clean_tag(name: str | None) -> str | None:
+def _clean_tag(name: str) -> str:
     """``name`` with characters other than letters, digits, ``_-/.`` replaced by ``_`` and
     leading slashes removed, as TF's ``summary_op_util.clean_tag`` (logged when changed)."""
-    if name is None:
-        return None
     new_name = _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
     if new_name != name:
         _logger.info("Summary name %s is illegal; using %s instead.", name, new_name)
@@ -134,14 +132,14 @@ def _summary_scope(graph: _variables.Graph, name: str, family: str | None) -> tu
     if not isinstance(name, str) or not name:
         raise ValueError(f"a summary needs a name (a non-empty str); got {name!r}")
     name = _clean_tag(name)
-    family = _clean_tag(family)
+    family = None if family is None else _clean_tag(family)
     scope = graph.unique_name(name if family is None else f"{family}/{name}")
     return (scope if family is None else f"{family}/{scope}"), scope
 
 
 # ---- what a summary reads --------------------------------------------------------------------
 
-def _missing_feed(name: str, owner: str) -> errors.InvalidArgumentError:
+def _missing_feed(name: str, owner: str) -> Exception:
     return errors.InvalidArgumentError(
         None, None, f"You must feed a value for '{name}' (read by {owner}): pass "
         f"feed_dict={{'{name}': value}}")
@@ -195,7 +193,13 @@ class _Input:
 
     def fetch(self, feeds: dict[str, Any], fetched: Sequence[Any]) -> Any:
         """What ``Session.run`` fetches for this input in a run with ``feeds`` and the
-        leaves ``fetched``: the variable or op, or None when the value is known without."""
+        leaves ``fetched``: the variable or op, or None when the value is known without.
+        Called before anything of the run executes, so a missing feed fails the whole run.
+
+        Raises:
+            InvalidArgumentError: a feed the input needs is missing, or its train op is not
+                one of ``fetched``.
+        """
         kind = self.kind
         if kind == "fetch":
             return self.tensor
@@ -218,6 +222,10 @@ class _Input:
             name = self.tensor.name
             return None if (name[:-2] if name.endswith(":0") else name) in feeds \
                 else self.tensor
+        if kind == "call":
+            for name, has_default in self.params:
+                if name not in feeds and not has_default:
+                    raise _missing_feed(name, self.owner)
         return None
 
     def value(self, fetched_value: Any, feeds: dict[str, Any]) -> Any:
@@ -234,15 +242,9 @@ class _Input:
             return feeds[name] if name in feeds else fetched_value
         if kind == "call":
             if self.all_feeds:
-                kwargs = dict(feeds)
-            else:
-                kwargs = {}
-                for name, has_default in self.params:
-                    if name in feeds:
-                        kwargs[name] = feeds[name]
-                    elif not has_default:
-                        raise _missing_feed(name, self.owner)
-            return self.tensor(**kwargs)
+                return self.tensor(**feeds)
+            return self.tensor(**{name: feeds[name] for name, _ in self.params
+                                  if name in feeds})
         return self.tensor
 
 
@@ -344,7 +346,7 @@ class _MergedSummary(_SummaryOp):
                 raise TypeError(f"merge: inputs must be summary ops (psrt.summary.scalar, "
                                 f"...), serialized Summary bytes or Summary protos; got "
                                 f"{x!r}")
-        super().__init__(graph.unique_name(_clean_tag(name) or "Merge"), tags, graph,
+        super().__init__(graph.unique_name(_clean_tag(name or "Merge") or "Merge"), tags, graph,
                          [] if collections is None else collections)
 
     def _psrt_fetch_inputs(self, feeds: dict[str, Any], fetched: Sequence[Any]) -> Any:
