@@ -226,7 +226,8 @@ class PyServer {
  public:
   PyServer(const std::string& host, int port, const std::string& job, int task,
            uint64_t max_payload, const py::bytes& secret, double hello_timeout,
-           double idle_timeout, int max_connections) {
+           double idle_timeout, int max_connections, uint64_t chunk_bytes,
+           uint64_t max_inflight_bytes, double stall_timeout) {
     ServerOptions o;
     o.host = host;
     o.port = port;
@@ -237,6 +238,9 @@ class PyServer {
     o.hello_timeout_s = hello_timeout;
     o.idle_timeout_s = idle_timeout;
     o.max_connections = max_connections;
+    o.chunk_bytes = chunk_bytes;
+    o.max_inflight_bytes = max_inflight_bytes;
+    o.stall_timeout_s = stall_timeout;
     Check(WithoutGil([&] { return Server::Create(o, &server_); }));
   }
   int port() const { return server_->port(); }
@@ -252,6 +256,7 @@ class PyServer {
   int num_connections() const { return server_->NumConnections(); }
   size_t num_variables() const { return server_->store()->size(); }
   std::vector<std::string> take_events() { return server_->TakeEvents(); }
+  uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
 
  private:
   std::unique_ptr<Server> server_;
@@ -750,11 +755,12 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyServer>(m, "Server")
       .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
-                    double, double, int>(),
+                    double, double, int, uint64_t, uint64_t, double>(),
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
            py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
            py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
-           py::arg("max_connections") = 1024)
+           py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{4} << 20,
+           py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0)
       .def_property_readonly("port", &PyServer::port)
       .def_property_readonly("incarnation", &PyServer::incarnation)
       .def_property_readonly("stopped", &PyServer::stopped)
@@ -763,7 +769,8 @@ PYBIND11_MODULE(_core, m) {
       .def("done_workers", &PyServer::done_workers)
       .def("num_connections", &PyServer::num_connections)
       .def("num_variables", &PyServer::num_variables)
-      .def("take_events", &PyServer::take_events);
+      .def("take_events", &PyServer::take_events)
+      .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes);
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, int, const py::bytes&, double>(), py::arg("job"),

@@ -468,33 +468,6 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
     conn->iov_pos = conn->iov.size();
   };
 
-  // Sends what the socket takes now; false on a hard error.
-  auto do_send = [&](Conn* conn) {
-    while (conn->sending()) {
-      struct msghdr m;
-      std::memset(&m, 0, sizeof m);
-      m.msg_iov = &conn->iov[conn->iov_pos];
-      m.msg_iovlen = std::min<size_t>(conn->iov.size() - conn->iov_pos, IOV_MAX);
-      ssize_t w = sendmsg(conn->fd, &m, MSG_NOSIGNAL);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        fail(conn, Unavailable(ErrnoMessage("send to", conn->name, errno)));
-        return;
-      }
-      auto left = static_cast<size_t>(w);
-      while (conn->iov_pos < conn->iov.size() && left >= conn->iov[conn->iov_pos].iov_len) {
-        left -= conn->iov[conn->iov_pos].iov_len;
-        ++conn->iov_pos;
-      }
-      if (conn->iov_pos < conn->iov.size()) {
-        auto& v = conn->iov[conn->iov_pos];
-        v.iov_base = static_cast<uint8_t*>(v.iov_base) + left;
-        v.iov_len -= left;
-      }
-    }
-  };
-
   // Reads what has arrived; completes calls as their replies finish.
   auto do_recv = [&](Conn* conn) {
     while (conn->receiving()) {
@@ -556,6 +529,41 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       c->flags_out = h.flags;
       c->var_id_out = h.var_id;
       c->count_out = h.count;
+    }
+  };
+
+  // Sends what the socket takes now; false on a hard error.
+  auto do_send = [&](Conn* conn) {
+    while (conn->sending()) {
+      struct msghdr m;
+      std::memset(&m, 0, sizeof m);
+      m.msg_iov = &conn->iov[conn->iov_pos];
+      m.msg_iovlen = std::min<size_t>(conn->iov.size() - conn->iov_pos, IOV_MAX);
+      ssize_t w = sendmsg(conn->fd, &m, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        const int err = errno;
+        if (err == EPIPE || err == ECONNRESET) {
+          // The ps task refused a frame and closed: its error reply (RESOURCE_EXHAUSTED for
+          // a frame it will not read, say) is waiting to be read and is the real reason,
+          // not the broken pipe; the calls it answers get it.
+          do_recv(conn);
+          if (!conn->error.ok()) return;
+        }
+        fail(conn, Unavailable(ErrnoMessage("send to", conn->name, err)));
+        return;
+      }
+      auto left = static_cast<size_t>(w);
+      while (conn->iov_pos < conn->iov.size() && left >= conn->iov[conn->iov_pos].iov_len) {
+        left -= conn->iov[conn->iov_pos].iov_len;
+        ++conn->iov_pos;
+      }
+      if (conn->iov_pos < conn->iov.size()) {
+        auto& v = conn->iov[conn->iov_pos];
+        v.iov_base = static_cast<uint8_t*>(v.iov_base) + left;
+        v.iov_len -= left;
+      }
     }
   };
 

@@ -9,6 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace psrt {
@@ -153,6 +157,36 @@ Status ReadFull(int fd, void* buf, size_t n, const std::string& peer, bool* eof_
     }
     if (errno == EINTR) continue;
     return Unavailable(ErrnoMessage("recv from", peer, errno));
+  }
+  return Status::Ok();
+}
+
+Status ReadFullWithin(int fd, void* buf, size_t n, const std::string& peer, double stall_s) {
+  if (stall_s <= 0) return ReadFull(fd, buf, n, peer);
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t got = 0;
+  const int wait_ms = std::max(1, static_cast<int>(stall_s * 1000));
+  while (got < n) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    const int rc = poll(&pfd, 1, wait_ms);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return Unavailable(ErrnoMessage("poll for", peer, errno));
+    }
+    if (rc == 0) {
+      char secs[32];
+      snprintf(secs, sizeof secs, "%g", stall_s);
+      return Status(Code::kDeadlineExceeded, "no data from " + peer + " for " + secs +
+                                                 " s in the middle of a frame");
+    }
+    const ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+    } else if (r == 0) {
+      return Unavailable("connection closed by " + peer);
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Unavailable(ErrnoMessage("recv from", peer, errno));
+    }
   }
   return Status::Ok();
 }

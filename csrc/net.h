@@ -30,6 +30,9 @@ Status Connect(const std::string& host, int port, int* fd);
 // before the first byte: a clean end of stream.
 Status ReadFull(int fd, void* buf, size_t n, const std::string& peer, bool* eof_at_start = nullptr);
 Status WriteFull(int fd, struct iovec* iov, int iovcnt, const std::string& peer);
+// ReadFull that gives up on a silent peer: DeadlineExceeded ("no data from PEER for S s in
+// the middle of a frame") when no byte arrives for stall_s seconds; stall_s <= 0: no bound.
+Status ReadFullWithin(int fd, void* buf, size_t n, const std::string& peer, double stall_s);
 
 void SetNoDelay(int fd);
 Status SetNonBlocking(int fd, bool on);

@@ -35,23 +35,76 @@ struct Server::Connection {
   int task = -1;
   uint64_t session = 0;             // this connection's HELLO number (synchronous training)
   uint64_t sync_epoch = 0;          // the model epoch its sync requests saw first (0: none)
-  std::unique_ptr<uint8_t[]> buf;   // payload of the frame being handled
-  size_t cap = 0;
+  std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory
-
-  uint8_t* Reserve(size_t n) {
-    if (n > cap) {
-      // Default-initialized (not zeroed): every byte is overwritten by the read.
-      buf.reset(new (std::nothrow) uint8_t[n]);
-      cap = buf ? n : 0;
-    }
-    return buf.get();
-  }
+  KernelArgs stream_args;           // a streamed PUSH's optimizer arguments (beta powers)
 };
+
+namespace {
+// Frames up to this size are read into the connection's own buffer, outside the budget: the
+// requests of a training step (pulls, small pushes, step reads) never wait for big pushes.
+constexpr size_t kSmallPayload = size_t{64} << 10;
+// The longest REGISTER spec: name, rank and dims, the fixed fields (docs/protocol.md).
+constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
+}  // namespace
+
+void Server::Budget::Init(uint64_t capacity, size_t chunk) {
+  capacity_ = std::max<uint64_t>(capacity, chunk);
+  chunk_ = chunk;
+}
+
+uint8_t* Server::Budget::Acquire(size_t n, const std::function<bool()>& abort) {
+  std::unique_lock<std::mutex> l(mu_);
+  while (used_ + n > capacity_) {
+    if (abort()) return nullptr;
+    cv_.wait_for(l, std::chrono::milliseconds(100));
+  }
+  uint8_t* p = nullptr;
+  if (n == chunk_ && !free_.empty()) {
+    p = free_.back().release();
+    free_.pop_back();
+  } else {
+    // Default-initialized (not zeroed): every byte is overwritten by the read.
+    p = new (std::nothrow) uint8_t[n == 0 ? 1 : n];
+    if (p == nullptr) return nullptr;
+  }
+  used_ += n;
+  peak_ = std::max(peak_, used_);
+  return p;
+}
+
+void Server::Budget::Release(uint8_t* p, size_t n) {
+  if (p == nullptr) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    used_ -= n;
+    // Pooled for the next chunk while the pool stays within the budget; else freed.
+    if (n == chunk_ && (free_.size() + 1) * chunk_ <= capacity_) {
+      try {
+        free_.emplace_back(p);
+        p = nullptr;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+  }
+  delete[] p;
+  cv_.notify_all();
+}
+
+uint64_t Server::Budget::peak() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return peak_;
+}
 
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  s->options_.chunk_bytes = std::max<uint64_t>(s->options_.chunk_bytes, 4096) / 8 * 8;
+  // A frame read whole must fit the in-flight budget too.
+  s->options_.max_payload = std::min(s->options_.max_payload,
+                                     std::max(s->options_.max_inflight_bytes,
+                                              s->options_.chunk_bytes));
+  s->budget_.Init(s->options_.max_inflight_bytes, s->options_.chunk_bytes);
   PSRT_RETURN_IF_ERROR(Listen(options.host, options.port, &s->listen_fd_, &s->port_));
   if (pipe2(s->wake_pipe_, O_CLOEXEC) != 0) {
     CloseFd(s->listen_fd_);
@@ -444,9 +497,22 @@ void Server::Serve(Connection* conn) {
     uint8_t hb[kHeaderSize];
     bool eof = false;
     if (!AwaitFrame(conn)) break;
-    if (!ReadFull(conn->fd, hb, kHeaderSize, conn->peer, &eof).ok()) break;
+    Status rs = ReadFullWithin(conn->fd, hb, kHeaderSize, conn->peer, options_.stall_timeout_s);
+    if (!rs.ok()) {
+      if (rs.code() == Code::kDeadlineExceeded) Event("dropped " + rs.message());
+      break;
+    }
     Header h = DecodeHeader(hb);
-    Status st = CheckHeader(h, options_.max_payload, /*request=*/true);
+    // A frame the server may stream (a dense PUSH, an ASSIGN, a REGISTER with its initial
+    // value) is bounded here only by the largest variable; Handle then checks it against its
+    // variable exactly. Every other frame is read whole and must fit max_payload.
+    const bool may_stream =
+        (h.op == static_cast<uint8_t>(Op::kPush) &&
+         !(h.flags & (kFlagSparse | kFlagStepTagged))) ||
+        (h.op == static_cast<uint8_t>(Op::kAssign) && h.slot != kOptimizerStateSlot) ||
+        (h.op == static_cast<uint8_t>(Op::kRegister) && (h.flags & kFlagInit));
+    Status st = CheckHeader(h, may_stream ? kMaxStreamPayload : options_.max_payload,
+                            /*request=*/true);
     if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
     if (!st.ok()) {
       // The stream cannot be trusted past a bad fixed header: answer once, then close.
@@ -478,6 +544,116 @@ void Server::Serve(Connection* conn) {
   conn->finished.store(true);
 }
 
+bool Server::ReadChunks(Connection* conn, uint64_t n, size_t elem,
+                        const std::function<void(const uint8_t*, uint64_t, size_t)>& use) {
+  const size_t chunk = static_cast<size_t>(options_.chunk_bytes / elem * elem);
+  uint64_t done = 0;
+  while (done < n) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(chunk, n - done));
+    // One chunk-sized buffer from the pool at a time: with the budget used up, this waits
+    // and stops reading the socket, so the sender blocks instead of the ps growing.
+    uint8_t* buf = budget_.Acquire(chunk, [this] { return stopping_.load(); });
+    if (buf == nullptr) return false;
+    Status st = ReadFullWithin(conn->fd, buf, len, conn->peer, options_.stall_timeout_s);
+    if (st.ok()) use(buf, done, len);
+    budget_.Release(buf, chunk);
+    if (!st.ok()) {
+      if (st.code() == Code::kDeadlineExceeded) Event("dropped " + st.message());
+      return false;
+    }
+    done += len;
+  }
+  return true;
+}
+
+bool Server::StreamPush(Connection* conn, const Header& h, Variable* var) {
+  // Checked before a byte is read, as for a whole frame; then every chunk is applied as soon
+  // as it is in, while the next one arrives in the socket buffer.
+  KernelArgs& args = conn->stream_args;
+  Status st = var->is_sync()
+                  ? FailedPrecondition("variable '" + var->spec.name +
+                                       "' is trained synchronously (replicas_to_aggregate " +
+                                       std::to_string(var->spec.replicas_to_aggregate) +
+                                       "): push step-tagged gradients (SyncReplicasOptimizer)")
+                  : store_.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
+  if (!st.ok()) {
+    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+    return Reply(conn, h, st);
+  }
+  const size_t elem = DTypeSize(var->spec.dtype);
+  if (!ReadChunks(conn, h.payload_len, elem, [&](const uint8_t* g, uint64_t at, size_t len) {
+        store_.ApplyDenseRange(var, args, g, static_cast<size_t>(at / elem), len / elem);
+      }))
+    return false;
+  if (h.flags & kFlagReturnValue)
+    return Reply(conn, h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+  return Reply(conn, h, st, 0, 0, var->id);
+}
+
+bool Server::StreamAssign(Connection* conn, const Header& h, Variable* var) {
+  if (var->SlotData(h.slot) == nullptr) {
+    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+    return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has " +
+                                          std::to_string(var->slots.size()) +
+                                          " optimizer slots; slot index " +
+                                          std::to_string(h.slot - 1) + " does not exist"));
+  }
+  if (!ReadChunks(conn, h.payload_len, DTypeSize(var->spec.dtype),
+                  [&](const uint8_t* b, uint64_t at, size_t len) {
+                    (void)store_.AssignRange(var, h.slot, b, static_cast<size_t>(at), len);
+                  }))
+    return false;
+  if (h.slot == 0) {
+    store_.MarkInitialized(var);
+    if (h.flags & kFlagInit) {  // a restore starts the synchronous state afresh
+      store_.SyncReset(var);
+      ModelWritten(conn);
+    }
+  }
+  return Reply(conn, h, Status::Ok(), 0, 0, var->id);
+}
+
+bool Server::StreamRegister(Connection* conn, const Header& h) {
+  // The spec first (at most kMaxSpecBytes), then the initial value straight into the
+  // variable's memory; it is initialized only once every byte is in.
+  const size_t head = static_cast<size_t>(std::min<uint64_t>(h.payload_len, kMaxSpecBytes));
+  if (!conn->small) conn->small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
+  if (!conn->small) return false;
+  uint8_t* p = conn->small.get();
+  if (!ReadFullWithin(conn->fd, p, head, conn->peer, options_.stall_timeout_s).ok()) return false;
+  VarSpec spec;
+  Reader r(p, head);
+  Status st = spec.Decode(&r);
+  const size_t spec_len = head - r.remaining();
+  const uint64_t want = st.ok() ? static_cast<uint64_t>(spec.NumElements()) * DTypeSize(spec.dtype)
+                                : 0;
+  if (st.ok() && h.payload_len - spec_len != want)
+    st = InvalidArgument("register '" + spec.name + "': initial value of " +
+                         std::to_string(h.payload_len - spec_len) + " bytes; expected " +
+                         std::to_string(want));
+  Variable* var = nullptr;
+  if (st.ok()) st = store_.Register(spec, nullptr, &var);
+  if (!st.ok()) {
+    if (h.payload_len - head > options_.max_payload) {
+      Reply(conn, h, st);
+      return false;
+    }
+    if (!Discard(conn->fd, h.payload_len - head, conn->peer).ok()) return false;
+    return Reply(conn, h, st);
+  }
+  // What the spec prefix already holds of the value, then the rest in chunks.
+  const size_t have = r.remaining();
+  (void)store_.AssignRange(var, 0, r.cursor(), 0, have);
+  if (!ReadChunks(conn, want - have, DTypeSize(spec.dtype),
+                  [&](const uint8_t* b, uint64_t at, size_t len) {
+                    (void)store_.AssignRange(var, 0, b, static_cast<size_t>(have + at), len);
+                  }))
+    return false;
+  store_.FinishInit(var);
+  ModelWritten(conn);
+  return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
+}
+
 bool Server::Handle(Connection* conn, const Header& h) {
   const Op op = static_cast<Op>(h.op);
   const bool sparse = (h.flags & kFlagSparse) != 0;
@@ -494,7 +670,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       exact = false;
       break;
     case Op::kRegister:
-      expect = options_.max_payload;
+      // With an initial value the spec fixes the exact length (checked as it is read).
+      expect = (h.flags & kFlagInit) ? kMaxStreamPayload : options_.max_payload;
       exact = false;
       break;
     case Op::kAuth:
@@ -565,25 +742,72 @@ bool Server::Handle(Connection* conn, const Header& h) {
                          ": payload of " + std::to_string(h.payload_len) + " bytes; expected " +
                          (exact ? "" : "at most ") + std::to_string(expect));
   }
+  // Frames bigger than a chunk that the server can apply piece by piece are streamed; every
+  // other frame is read whole first, so it must fit max_payload (and the budget).
+  const bool big = h.payload_len > options_.chunk_bytes;
+  const bool tagged = (h.flags & kFlagStepTagged) != 0;
+  const bool streamed =
+      st.ok() && big &&
+      ((op == Op::kPush && !sparse && !tagged) ||
+       (op == Op::kAssign && h.slot != kOptimizerStateSlot) ||
+       (op == Op::kRegister && (h.flags & kFlagInit)));
+  if (st.ok() && !streamed && h.payload_len > options_.max_payload) {
+    // Too big to read whole; the stream cannot be kept in step cheaply: answer, then close.
+    Reply(conn, h, Status(Code::kResourceExhausted,
+                          OpName(h.op) + (var ? " of '" + var->spec.name + "'" : std::string()) +
+                              ": payload of " + std::to_string(h.payload_len) +
+                              " bytes exceeds the maximum of " +
+                              std::to_string(options_.max_payload) +
+                              " bytes for a frame read whole (max_payload, max_inflight_bytes)"));
+    return false;
+  }
   if (!st.ok()) {
     // Keep the stream in step when the length is plausible; otherwise drop the connection.
+    if (h.payload_len > options_.max_payload) {
+      Reply(conn, h, st);
+      return false;
+    }
     if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
     return Reply(conn, h, st);
   }
+  if (streamed) {
+    if (op == Op::kPush) return StreamPush(conn, h, var);
+    if (op == Op::kAssign) return StreamAssign(conn, h, var);
+    return StreamRegister(conn, h);
+  }
 
   // 2. Read the whole payload before touching any variable: a truncated frame never
-  //    writes anything.
+  //    writes anything. Small payloads use the connection's buffer; larger ones wait for
+  //    room in the in-flight budget (backpressure) and give it back when handled.
   // p is never null, so no empty payload reaches memcpy or the store as a null pointer.
   uint8_t empty[8] = {0};
   uint8_t* p = empty;
+  struct BudgetLease {
+    Budget* budget;
+    uint8_t* p = nullptr;
+    size_t n = 0;
+    ~BudgetLease() { budget->Release(p, n); }
+  } lease{&budget_};
   if (h.payload_len > 0) {
-    p = conn->Reserve(h.payload_len);
+    if (h.payload_len <= kSmallPayload) {
+      if (!conn->small) conn->small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
+      p = conn->small.get();
+    } else {
+      lease.n = static_cast<size_t>(h.payload_len);
+      lease.p = budget_.Acquire(lease.n, [this] { return stopping_.load(); });
+      p = lease.p;
+      if (p == nullptr) lease.n = 0;
+    }
     if (p == nullptr) {
-      if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+      if (stopping_.load() || !Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
       return Reply(conn, h, Status(Code::kResourceExhausted,
                                    "cannot allocate " + std::to_string(h.payload_len) + " bytes"));
     }
-    if (!ReadFull(conn->fd, p, h.payload_len, conn->peer).ok()) return false;
+    Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, options_.stall_timeout_s);
+    if (!rs.ok()) {
+      if (rs.code() == Code::kDeadlineExceeded) Event("dropped " + rs.message());
+      return false;
+    }
   }
 
   if ((op == Op::kHello || op == Op::kWorkerDone) && !IsUtf8(p, h.payload_len))

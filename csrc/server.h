@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,21 @@ struct ServerOptions {
   int port = 0;                                 // 0: the OS picks
   std::string job = "ps";
   int task = 0;
-  uint64_t max_payload = kDefaultMaxPayload;    // bytes; larger frames are refused
+  // Largest frame the server reads whole before using it (bytes): every frame except the
+  // streamed ones below. Larger ones are refused with RESOURCE_EXHAUSTED.
+  uint64_t max_payload = kDefaultMaxPayload;
+  // Dense PUSH, dense ASSIGN and REGISTER's initial value larger than one chunk are read and
+  // applied chunk by chunk (bytes; rounded down to whole elements): no frame size limit caps
+  // a variable, and each chunk is applied whole while the next one arrives.
+  uint64_t chunk_bytes = uint64_t{4} << 20;
+  // In-flight budget (bytes): all connections together hold at most this much received
+  // payload not yet applied; past it the server stops reading sockets until memory is
+  // released, so senders block (backpressure) instead of the ps growing. Frames of at most
+  // 64 KiB use a small per-connection buffer outside the budget.
+  uint64_t max_inflight_bytes = uint64_t{256} << 20;
+  // A peer that stops sending in the middle of a frame for this long (seconds) is dropped
+  // and its buffers released; <= 0: never.
+  double stall_timeout_s = 60.0;
   // The job's shared secret; empty: no authentication. With one, every connection must
   // answer HELLO's challenge (AUTH) before any other request is served.
   std::string secret;
@@ -63,6 +78,8 @@ class Server {
   std::vector<std::pair<std::string, int>> DoneWorkers() const;
   // Number of connections currently open.
   int NumConnections() const;
+  // The most in-flight payload bytes held at once since the start (<= max_inflight_bytes).
+  uint64_t PeakInflightBytes() const { return budget_.peak(); }
   // Security and housekeeping events (failed authentication with the peer's address, refused
   // or idle connections closed) since the last call, oldest first; at most kMaxEvents kept.
   std::vector<std::string> TakeEvents();
@@ -70,6 +87,26 @@ class Server {
 
  private:
   struct Connection;
+  // The in-flight byte budget and its pool of chunk buffers (thread-safe).
+  class Budget {
+   public:
+    void Init(uint64_t capacity, size_t chunk);
+    // Waits until n bytes fit (n <= capacity) or `abort` returns true (polled every 100 ms):
+    // a buffer of n bytes, or null (aborted, or out of memory).
+    uint8_t* Acquire(size_t n, const std::function<bool()>& abort);
+    void Release(uint8_t* p, size_t n);
+    uint64_t capacity() const { return capacity_; }
+    uint64_t peak() const;
+
+   private:
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    uint64_t capacity_ = 0;
+    uint64_t used_ = 0;
+    uint64_t peak_ = 0;
+    size_t chunk_ = 0;
+    std::vector<std::unique_ptr<uint8_t[]>> free_;  // chunk-sized buffers for reuse
+  };
   Server() = default;
   void AcceptLoop();
   // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
@@ -90,6 +127,15 @@ class Server {
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
+  // Streamed frames (larger than one chunk); each returns false when the connection must
+  // close (the peer vanished or stalled mid-frame: the chunks applied so far stay applied).
+  bool StreamPush(Connection* conn, const Header& h, Variable* var);
+  bool StreamAssign(Connection* conn, const Header& h, Variable* var);
+  bool StreamRegister(Connection* conn, const Header& h);
+  // Reads `n` payload bytes through the budget in chunks of at most chunk_bytes (whole
+  // elements of `elem` bytes) and calls use(chunk, byte offset, length) for each.
+  bool ReadChunks(Connection* conn, uint64_t n, size_t elem,
+                  const std::function<void(const uint8_t*, uint64_t, size_t)>& use);
   bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
              uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
              size_t len = 0, uint32_t count = 0);
@@ -115,6 +161,7 @@ class Server {
   int reserve_fd_ = -1;           // /dev/null, given up to shed a peer when fds run out
   int64_t incarnation_ = 0;
   VariableStore store_;
+  Budget budget_;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};

@@ -237,6 +237,64 @@ Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, boo
   return psrt::ApplyDense(a, var->value.data(), slots, grad, var->num_elements);
 }
 
+Status VariableStore::BeginDense(Variable* var, double lr, bool has_lr, KernelArgs* args) {
+  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
+  *args = ArgsFor(var, lr, has_lr);
+  void* slots[2];
+  SlotPointers(var, slots);
+  Status st = CheckDense(*args, var->value.data(), slots, var->value.data(), var->num_elements);
+  if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
+  TakeBetaPowers(var, args);
+  return Status::Ok();
+}
+
+void VariableStore::ApplyDenseRange(Variable* var, const KernelArgs& args, const void* grad,
+                                    size_t begin, size_t n) {
+  if (n == 0 || begin >= var->num_elements) return;
+  n = std::min(n, var->num_elements - begin);
+  const size_t off = begin * DTypeSize(var->spec.dtype);
+  void* slots[2];
+  SlotPointers(var, slots);
+  for (void*& p : slots)
+    if (p != nullptr) p = static_cast<uint8_t*>(p) + off;
+  std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
+  if (var->spec.use_locking) l.lock();
+  // Checked by BeginDense: the optimizer, dtype and buffers are valid, so this cannot fail.
+  (void)psrt::ApplyDense(args, var->value.data() + off, slots, grad, n);
+}
+
+Status VariableStore::AssignRange(Variable* var, uint8_t slot, const void* bytes, size_t at,
+                                  size_t len) {
+  uint8_t* dst = var->SlotData(slot);
+  if (dst == nullptr || slot == kOptimizerStateSlot)
+    return InvalidArgument("variable '" + var->spec.name + "' has no slot index " +
+                           std::to_string(slot - 1));
+  if (at > var->nbytes || len > var->nbytes - at)
+    return InvalidArgument("assign to '" + var->spec.name + "': bytes [" + std::to_string(at) +
+                           ", " + std::to_string(at + len) + ") outside its " +
+                           std::to_string(var->nbytes) + " bytes");
+  std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
+  if (var->spec.use_locking) l.lock();
+  if (len > 0) std::memcpy(dst + at, bytes, len);
+  return Status::Ok();
+}
+
+void VariableStore::MarkInitialized(Variable* var) {
+  var->initialized.store(true, std::memory_order_release);
+}
+
+void VariableStore::FinishInit(Variable* var) {
+  {
+    std::lock_guard<std::mutex> l(var->mu);
+    for (auto& s : var->slots)
+      FillSlot(s->data(), var->spec.dtype, var->num_elements, var->spec.slot_init);
+    var->beta1_power = var->spec.beta1;
+    var->beta2_power = var->spec.beta2;
+    var->initialized.store(true, std::memory_order_release);
+  }
+  SyncReset(var);
+}
+
 Status VariableStore::ApplySparse(Variable* var, const int64_t* indices, size_t n,
                                   const void* rows, double lr, bool has_lr) {
   return ApplyRows(var, indices, n, rows, lr, has_lr, false);

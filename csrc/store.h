@@ -120,6 +120,24 @@ class VariableStore {
 
   // Applies the variable's optimizer to a dense gradient of var->nbytes bytes.
   Status ApplyDense(Variable* var, const void* grad, double lr, bool has_lr);
+
+  // A dense gradient applied in pieces as it arrives (a streamed PUSH): BeginDense checks the
+  // variable (trainable, initialized) and takes Adam's beta powers once for the whole
+  // gradient into *args; ApplyDenseRange then applies grad to elements [begin, begin + n)
+  // and cannot fail. Each piece is applied whole (under the variable's mutex with
+  // use_locking); pieces already applied stay applied if the rest never comes.
+  Status BeginDense(Variable* var, double lr, bool has_lr, KernelArgs* args);
+  void ApplyDenseRange(Variable* var, const KernelArgs& args, const void* grad, size_t begin,
+                       size_t n);
+  // Copies len bytes to byte offset `at` of slot `slot` (0: the value) without marking
+  // anything initialized (a streamed ASSIGN or initial value); InvalidArgument when the range
+  // or slot does not exist.
+  Status AssignRange(Variable* var, uint8_t slot, const void* bytes, size_t at, size_t len);
+  // After a streamed ASSIGN of slot 0: the variable is initialized.
+  void MarkInitialized(Variable* var);
+  // After a streamed initial value: slots reset to slot_init, Adam's powers reset, the
+  // variable initialized and its synchronous state reset (as Register with init).
+  void FinishInit(Variable* var);
   // Row-sparse update: var viewed as [shape[0], rest]; duplicate indices are summed. Every
   // index is checked (InvalidArgument naming it) before anything, Adam's beta powers included,
   // is written; n = 0 applies nothing but still advances Adam's beta powers, as TF.

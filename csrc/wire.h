@@ -19,6 +19,9 @@ constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
 constexpr uint16_t kWireVersion = 3;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
+// The most a frame may announce at all: the largest variable (2^40 elements of 8 bytes) and
+// its REGISTER spec. Streamed frames (server.h) are bounded only by their variable's size.
+constexpr uint64_t kMaxStreamPayload = (uint64_t{1} << 43) + (uint64_t{1} << 16);
 constexpr size_t kMaxNameLength = 1024;
 constexpr int kMaxRank = 8;
 

@@ -488,17 +488,27 @@ class Sent:
         self.target = var  # the variable a checked frame snapshots (REGISTER: the one named)
 
 
+# The most any frame may announce (the largest variable and its spec), and the frames the
+# server may stream chunk by chunk, which only that bounds at the header (docs/protocol.md).
+MAX_STREAM_PAYLOAD = (1 << 43) + (1 << 16)
+
+
+def may_stream(op: int, flags: int, slot: int) -> bool:
+    return ((op == PUSH and not flags & (SPARSE | TAGGED)) or (op == ASSIGN and slot != 255)
+            or (op == REGISTER and bool(flags & INIT)))
+
+
 def header_error(h: Sequence[Any], max_payload: int, hello_done: bool) -> int | None:
     """The status of the first documented fixed-header check `h` (a HEADER tuple) fails, in
     the documented order, or None when it passes them all."""
-    magic, version, op, flags, _, _, dtype, status, _, reserved, plen = h[:11]
+    magic, version, op, flags, _, _, dtype, status, slot, reserved, plen = h[:11]
     if magic != MAGIC:
         return INVALID_ARGUMENT
     if version != VERSION:
         return FAILED_PRECONDITION
     if op == 0 or op > MAX_OP or dtype > 3 or status or reserved or h[15]:
         return INVALID_ARGUMENT
-    if plen > max_payload:
+    if plen > (MAX_STREAM_PAYLOAD if may_stream(op, flags, slot) else max_payload):
         return RESOURCE_EXHAUSTED
     if flags & REPLY:
         return INVALID_ARGUMENT

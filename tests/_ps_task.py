@@ -39,15 +39,17 @@ class PsProcess:
         address_space_extra: Limit the process's address space (RLIMIT_AS) to what it uses
             once started plus this many bytes, or None: allocations past it fail.
         secret: The job's shared secret (bytes), or None: no authentication.
-        hello_timeout, idle_timeout, max_connections: The server's limits (None: the core's
-            defaults).
+        hello_timeout, idle_timeout, max_connections, chunk_bytes, max_inflight_bytes,
+            stall_timeout: The server's limits (None: the core's defaults).
     """
 
     def __init__(self, port: int = 0, task: int = 0, max_payload: int | None = None,
                  cpu: int | None = None, nofile: int | None = None,
                  address_space_extra: int | None = None, secret: bytes | None = None,
                  hello_timeout: float | None = None, idle_timeout: float | None = None,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None, chunk_bytes: int | None = None,
+                 max_inflight_bytes: int | None = None,
+                 stall_timeout: float | None = None) -> None:
         cmd = [sys.executable, __file__, "--port", str(port), "--task", str(task)]
         if max_payload is not None:
             cmd += ["--max-payload", str(max_payload)]
@@ -56,7 +58,10 @@ class PsProcess:
         if address_space_extra is not None:
             cmd += ["--address-space-extra", str(address_space_extra)]
         for flag, value in (("--hello-timeout", hello_timeout), ("--idle-timeout", idle_timeout),
-                            ("--max-connections", max_connections)):
+                            ("--max-connections", max_connections),
+                            ("--chunk-bytes", chunk_bytes),
+                            ("--max-inflight-bytes", max_inflight_bytes),
+                            ("--stall-timeout", stall_timeout)):
             if value is not None:
                 cmd += [flag, str(value)]
         env = dict(os.environ)
@@ -137,6 +142,9 @@ def main() -> None:
     parser.add_argument("--hello-timeout", type=float, default=10.0)
     parser.add_argument("--idle-timeout", type=float, default=600.0)
     parser.add_argument("--max-connections", type=int, default=1024)
+    parser.add_argument("--chunk-bytes", type=int, default=4 << 20)
+    parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20)
+    parser.add_argument("--stall-timeout", type=float, default=60.0)
     args = parser.parse_args()
 
     from psrt import _core
@@ -144,7 +152,8 @@ def main() -> None:
     max_payload = _core.DEFAULT_MAX_PAYLOAD if args.max_payload is None else args.max_payload
     secret = bytes.fromhex(os.environ.get("PSRT_TEST_SECRET", ""))
     server = _core.Server(args.host, args.port, args.job, args.task, max_payload, secret,
-                          args.hello_timeout, args.idle_timeout, args.max_connections)
+                          args.hello_timeout, args.idle_timeout, args.max_connections,
+                          args.chunk_bytes, args.max_inflight_bytes, args.stall_timeout)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import threading
 import time
 
@@ -697,3 +698,164 @@ def test_heartbeat_opens_one_more_connection_and_is_off_by_default():
         if watched is not None:
             watched.close()
         srv.stop()
+
+
+# ---- Streamed transfers: chunks, the in-flight budget, stalled peers ---------------------
+
+CHUNK = 4096  # bytes: small, so a few-hundred-KB variable travels in many chunks
+
+
+def test_chunked_push_assign_and_register_equal_the_whole_update():
+    # A dense PUSH, an ASSIGN and an initial value larger than one chunk are applied chunk by
+    # chunk as they arrive; the result is the one update of the whole gradient, Adam's beta
+    # powers advanced once per push, not once per chunk.
+    proc = PsProcess(chunk_bytes=CHUNK)
+    c = new_client(proc.address)
+    try:
+        rng = np.random.default_rng(3)
+        w0 = rng.standard_normal(100_003).astype(np.float32)       # 98 chunks, a ragged last
+        a0 = rng.standard_normal((3001, 7))                        # float64, 41 chunks
+        (w, _), (a, _) = c.register([
+            (0, "w", "float32", [w0.size], "Adagrad", {"learning_rate": 0.1, "slot_init": 0.1},
+             w0),
+            (0, "a", "float64", list(a0.shape), "Adam", {"learning_rate": 0.01}, a0)])
+        out_w, out_a = np.empty_like(w0), np.empty_like(a0)
+        c.pull([w, a], [out_w, out_a])
+        assert out_w.tobytes() == w0.tobytes() and out_a.tobytes() == a0.tobytes()
+        ref_w, acc = w0.copy(), np.full_like(w0, 0.1)
+        ref_a, m, v = a0.copy(), np.zeros_like(a0), np.zeros_like(a0)
+        for t in range(1, 4):
+            gw = rng.standard_normal(w0.size).astype(np.float32)
+            ga = rng.standard_normal(a0.shape)
+            c.push([w, a], [gw, ga])
+            acc += gw * gw
+            ref_w -= np.float32(0.1) * gw / np.sqrt(acc)
+            lr_t = 0.01 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+            m += (ga - m) * (1 - 0.9)
+            v += (ga * ga - v) * (1 - 0.999)
+            ref_a -= lr_t * m / (np.sqrt(v) + 1e-8)
+        c.pull([w, a], [out_w, out_a])
+        np.testing.assert_allclose(out_w, ref_w, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(out_a, ref_a, rtol=1e-12, atol=1e-12)
+        # (lr_t above uses t = 1, 2, 3: per-chunk beta powers would have missed it by far.)
+        c.assign([w], [-w0])
+        c.pull([w], [out_w])
+        assert out_w.tobytes() == (-w0).tobytes()
+    finally:
+        c.close()
+        proc.stop()
+
+
+def test_a_worker_lost_mid_push_leaves_whole_chunks_only():
+    # 2.5 chunks of a gradient arrive, then the worker vanishes: exactly the two whole chunks
+    # are applied, none of the third.
+    proc = PsProcess(chunk_bytes=CHUNK)
+    c = new_client(proc.address)
+    try:
+        n = 8 * CHUNK // 4
+        [(w, _)] = c.register([(0, "w", "float32", [n], "GradientDescent",
+                                {"learning_rate": 1.0}, np.zeros(n, np.float32))])
+        var_id = c.var_info(w)[1]
+        sock = fr.connect(proc.address)
+        sock.sendall(fr.header(fr.PUSH, n * 4, var_id=var_id, dtype=fr.FLOAT32) +
+                     np.ones(CHUNK * 5 // 8, np.float32).tobytes())
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        out = np.empty(n, np.float32)
+        want = np.zeros(n, np.float32)
+        want[:2 * CHUNK // 4] = -1
+        deadline = time.monotonic() + 5
+        while True:
+            c.pull([w], [out])
+            if out.tobytes() == want.tobytes():
+                break
+            assert time.monotonic() < deadline, np.unique(out, return_counts=True)
+            time.sleep(0.05)
+        time.sleep(0.2)
+        c.pull([w], [out])
+        assert out.tobytes() == want.tobytes()
+    finally:
+        c.close()
+        proc.stop()
+
+
+def test_in_flight_budget_holds_and_every_push_completes():
+    # Six workers push 1 MiB gradients at once into a ps whose budget is two 64 KiB chunks:
+    # the ps reads only what fits, the workers wait in send, and every push lands.
+    chunk, budget = 64 << 10, 128 << 10
+    srv = _core.Server("127.0.0.1", 0, chunk_bytes=chunk, max_inflight_bytes=budget)
+    address = f"127.0.0.1:{srv.port}"
+    n = (1 << 20) // 4
+    admin = new_client(address)
+    try:
+        [(w, _)] = admin.register([(0, "w", "float32", [n], "GradientDescent",
+                                    {"learning_rate": 1.0}, np.zeros(n, np.float32))])
+        errors_seen: list[BaseException] = []
+
+        def pusher(k: int) -> None:
+            try:
+                c = new_client(address)
+                [(h, _)] = c.register([(0, "w", "float32", [n], "GradientDescent",
+                                        {"learning_rate": 1.0}, None)])
+                for _ in range(5):
+                    c.push([h], [np.full(n, 0.25, np.float32)])
+                c.close()
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors_seen.append(e)
+
+        threads = [threading.Thread(target=pusher, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors_seen == [] and not any(t.is_alive() for t in threads)
+        out = np.empty(n, np.float32)
+        admin.pull([w], [out])
+        assert np.all(out == np.float32(-0.25 * 30))
+        assert 0 < srv.peak_inflight_bytes() <= budget
+    finally:
+        admin.close()
+        srv.stop()
+
+
+def test_peer_stalled_mid_frame_is_dropped_and_logged():
+    proc = PsProcess(chunk_bytes=CHUNK, stall_timeout=1.0)
+    c = new_client(proc.address)
+    try:
+        n = 4 * CHUNK // 4
+        [(w, _)] = c.register([(0, "w", "float32", [n], "GradientDescent",
+                                {"learning_rate": 1.0}, np.zeros(n, np.float32))])
+        var_id = c.var_info(w)[1]
+        with fr.connect(proc.address) as stalled:
+            stalled.sendall(fr.header(fr.PUSH, n * 4, var_id=var_id, dtype=fr.FLOAT32) +
+                            b"\0" * 100)
+            t0 = time.monotonic()
+            assert fr.is_closed(stalled)
+            assert time.monotonic() - t0 < 5
+        c.push([w], [np.ones(n, np.float32)])  # the others are served, the budget is free
+        deadline = time.monotonic() + 5
+        while not any("no data from" in e and "1 s in the middle of a frame" in e
+                      for e in proc.events()):
+            assert time.monotonic() < deadline, proc.events()
+            time.sleep(0.05)
+    finally:
+        c.close()
+        proc.stop()
+
+
+def test_a_frame_too_big_to_read_whole_is_resource_exhausted_not_a_broken_pipe():
+    # The ps answers RESOURCE_EXHAUSTED and closes while the worker is still sending: the
+    # worker reports that answer (which the monitored session does not mistake for a lost ps
+    # task), not the EPIPE of its send.
+    proc = PsProcess(max_payload=1 << 20, chunk_bytes=64 << 10)
+    c = new_client(proc.address)
+    try:
+        [(e, _)] = c.register([(0, "e", "float32", [4096, 256], "GradientDescent",
+                                {"learning_rate": 1.0}, None)])
+        rows = np.ones((4096, 256), np.float32)  # 4 MiB of rows, read whole: over 1 MiB
+        with pytest.raises(errors.ResourceExhaustedError) as err:
+            c.push_sparse(e, np.arange(4096, dtype=np.int64), rows)
+        assert "exceeds the maximum of 1048576 bytes" in err.value.message
+    finally:
+        c.close()
+        proc.stop()

@@ -154,9 +154,12 @@ BAD_HEADERS = [
      ["reserved"]),
     ("reply flag", lambda ids: fr.header(fr.PULL, var_id=ids["W"], flags=fr.F_REPLY),
      fr.INVALID_ARGUMENT, ["reply flag"]),
-    ("above max_payload",
-     lambda ids: fr.header(fr.PUSH, MAX_PAYLOAD + 1, var_id=ids["E"], dtype=fr.FLOAT32),
+    ("above max_payload",  # a frame read whole (REGISTER without an initial value)
+     lambda ids: fr.header(fr.REGISTER, MAX_PAYLOAD + 1),
      fr.RESOURCE_EXHAUSTED, [f"{MAX_PAYLOAD + 1} bytes", f"maximum of {MAX_PAYLOAD}"]),
+    ("push of the wrong size above max_payload",
+     lambda ids: fr.header(fr.PUSH, MAX_PAYLOAD + 1, var_id=ids["E"], dtype=fr.FLOAT32),
+     fr.INVALID_ARGUMENT, [f"{MAX_PAYLOAD + 1} bytes", "expected 524288"]),
     ("payload_len 2**64-1", lambda ids: fr.header(fr.REGISTER, 2**64 - 1),
      fr.RESOURCE_EXHAUSTED, [str(2**64 - 1), f"maximum of {MAX_PAYLOAD}"]),
 ]

@@ -97,13 +97,20 @@ class Server:
         hello_timeout: float = 10.0,
         idle_timeout: float = 600.0,
         max_connections: int = 1024,
+        chunk_bytes: int = 4194304,
+        max_inflight_bytes: int = 268435456,
+        stall_timeout: float = 60.0,
     ) -> None:
         """secret: the job's shared secret (b"": no authentication); with one every connection
         must answer HELLO's HMAC-SHA256 challenge before any other request. hello_timeout
         (seconds): a connection that has not completed HELLO/AUTH by then is closed.
         idle_timeout (seconds): a connection with no frame for that long is closed, unless
         (a request connection) its task's heartbeat is alive. max_connections: past it new
-        peers get RESOURCE_EXHAUSTED. <= 0 disables a limit."""
+        peers get RESOURCE_EXHAUSTED. <= 0 disables a limit. chunk_bytes: a dense PUSH,
+        ASSIGN or initial value larger than this is read and applied chunk by chunk (each
+        chunk whole). max_inflight_bytes: received payload held at once over all connections;
+        past it sockets are not read (backpressure). stall_timeout (seconds): a peer silent
+        in the middle of a frame that long is dropped."""
     @property
     def port(self) -> int:
         """The bound port (the OS's choice when constructed with port 0)."""
@@ -120,6 +127,8 @@ class Server:
         """(job, task) of every worker that sent WORKER_DONE."""
     def num_connections(self) -> int: ...
     def num_variables(self) -> int: ...
+    def peak_inflight_bytes(self) -> int:
+        """The most received-but-unapplied payload bytes held at once so far."""
     def take_events(self) -> list[str]:
         """Events since the last call, oldest first: failed authentication (with the peer's
         host:port), unauthenticated requests, idle or silent peers closed, peers refused past

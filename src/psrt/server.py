@@ -137,7 +137,8 @@ class Server:
             self._core = _core.Server(self._host, self._port, self._job, self._task,
                                       _core.DEFAULT_MAX_PAYLOAD, self._secret,
                                       c.hello_timeout_secs, c.idle_timeout_secs,
-                                      c.max_connections)
+                                      c.max_connections, c.chunk_bytes, c.max_inflight_bytes,
+                                      c.stall_timeout_secs)
             _auth.warn_if_unprotected(self._host, self._core.port, self._secret, self._name())
             if self._port == 0:
                 # Make the cluster (and so sessions of this process) name the bound port.

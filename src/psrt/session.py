@@ -71,6 +71,16 @@ class ConfigProto:
             ``idle_timeout_secs`` (default 600) whose task sends no heartbeat either is
             closed; at most ``max_connections`` (default 1024) are served at once, and a
             peer past it gets ResourceExhaustedError. 0 disables a limit.
+        max_inflight_bytes, chunk_bytes, stall_timeout_secs: psrt only, for servers made
+            with this config. A dense push, assign or initial value larger than
+            ``chunk_bytes`` (default 4 MiB, BytePS's partition size) is read and applied chunk
+            by chunk, each chunk whole, while the next one arrives, so no frame limit caps a
+            variable. All connections together hold at most ``max_inflight_bytes`` (default
+            256 MiB: 64 chunks in flight, enough for 64 workers pushing at once at full
+            speed) of received payload not yet applied; past it the ps stops reading its
+            sockets and senders wait, so its memory does not grow with the number of workers.
+            A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
+            (default 60) is dropped and its buffers freed.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
 
@@ -82,14 +92,17 @@ class ConfigProto:
                  cluster_def: Any = None, sync_timeout_secs: float = 300.0,
                  heartbeat_timeout_secs: float = 20.0, auth_secret: str | bytes | None = None,
                  hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
-                 max_connections: int = 1024, **ignored: Any) -> None:
+                 max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
+                 chunk_bytes: int = 4 << 20, stall_timeout_secs: float = 60.0,
+                 **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
         for name, value in (("heartbeat_timeout_secs", heartbeat_timeout_secs),
                             ("hello_timeout_secs", hello_timeout_secs),
                             ("idle_timeout_secs", idle_timeout_secs),
-                            ("max_connections", max_connections)):
+                            ("max_connections", max_connections),
+                            ("stall_timeout_secs", stall_timeout_secs)):
             if not float(value) >= 0:
                 raise ValueError(f"{name} must be >= 0 (0 disables it); got {value!r}")
         self.heartbeat_timeout_secs = float(heartbeat_timeout_secs)
@@ -97,6 +110,13 @@ class ConfigProto:
         self.hello_timeout_secs = float(hello_timeout_secs)
         self.idle_timeout_secs = float(idle_timeout_secs)
         self.max_connections = int(max_connections)
+        for name, value in (("max_inflight_bytes", max_inflight_bytes),
+                            ("chunk_bytes", chunk_bytes)):
+            if not int(value) >= 4096:
+                raise ValueError(f"{name} must be at least 4096 bytes; got {value!r}")
+        self.max_inflight_bytes = int(max_inflight_bytes)
+        self.chunk_bytes = int(chunk_bytes)
+        self.stall_timeout_secs = float(stall_timeout_secs)
         if not float(sync_timeout_secs) > 0:
             raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
         self.sync_timeout_secs = float(sync_timeout_secs)
