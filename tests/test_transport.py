@@ -788,15 +788,18 @@ def test_in_flight_budget_holds_and_every_push_completes():
     n = (1 << 20) // 4
     admin = new_client(address)
     try:
-        [(w, _)] = admin.register([(0, "w", "float32", [n], "GradientDescent",
-                                    {"learning_rate": 1.0}, np.zeros(n, np.float32))])
+        # use_locking: the pushes overlap on every element, and Hogwild updates (TF's
+        # use_locking=False, the default) may lose some of them.
+        hyper = {"learning_rate": 1.0, "use_locking": 1.0}
+        [(w, _)] = admin.register([(0, "w", "float32", [n], "GradientDescent", hyper,
+                                    np.zeros(n, np.float32))])
         errors_seen: list[BaseException] = []
 
         def pusher(k: int) -> None:
             try:
                 c = new_client(address)
-                [(h, _)] = c.register([(0, "w", "float32", [n], "GradientDescent",
-                                        {"learning_rate": 1.0}, None)])
+                [(h, _)] = c.register([(0, "w", "float32", [n], "GradientDescent", hyper,
+                                        None)])
                 for _ in range(5):
                     c.push([h], [np.full(n, 0.25, np.float32)])
                 c.close()
@@ -858,4 +861,40 @@ def test_a_frame_too_big_to_read_whole_is_resource_exhausted_not_a_broken_pipe()
         assert "exceeds the maximum of 1048576 bytes" in err.value.message
     finally:
         c.close()
+        proc.stop()
+
+
+@pytest.mark.skipif(os.environ.get("PSRT_HUGE_TESTS") != "1",
+                    reason="opt-in (PSRT_HUGE_TESTS=1): a 2.25 GiB variable needs ~12 GB of RAM "
+                           "and 2.3 GB of disk; CI covers the same streamed path with tiny chunks")
+def test_a_variable_larger_than_2_gib_initializes_pulls_pushes_and_checkpoints(tmp_path):
+    # Before chunking the 2 GiB frame limit refused it (UnavailableError: Broken pipe).
+    import psrt
+
+    rows, cols = (9 << 28) // 4 // 1024, 1024  # 2.25 GiB of float32, not partitioned
+    proc = PsProcess()
+    psrt.reset_default_graph()
+    try:
+        with psrt.device("/job:ps/task:0"):
+            big = psrt.get_variable("big", shape=[rows, cols], dtype=np.float32,
+                                    initializer=psrt.zeros_initializer())
+        grad = np.full((rows, cols), 0.5, np.float32)
+        train = psrt.train.GradientDescentOptimizer(1.0).minimize(
+            lambda b: (0.0, [grad]), var_list=[big])
+        saver = psrt.train.Saver([big])
+        with psrt.Session(proc.address) as sess:
+            sess.run(psrt.global_variables_initializer())
+            sess.run(train)
+            value = sess.run(big)
+            assert value.shape == (rows, cols)
+            assert value[0, 0] == -0.5 and value[-1, -1] == -0.5 and value[rows // 2, 7] == -0.5
+            del value
+            path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1)
+            sess.run(big.assign(np.zeros((rows, cols), np.float32)) if hasattr(big, "assign")
+                     else psrt.global_variables_initializer())
+            saver.restore(sess, path)
+            value = sess.run(big)
+            assert value[0, 0] == -0.5 and value[-1, -1] == -0.5
+    finally:
+        psrt.reset_default_graph()
         proc.stop()
