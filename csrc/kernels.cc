@@ -26,6 +26,7 @@
 
 namespace psrt {
 
+using kernel_detail::Form;
 using kernel_detail::KernelScalars;
 using kernel_detail::KernelTable;
 
@@ -33,29 +34,50 @@ int NumSlots(Optimizer opt) {
   switch (opt) {
     case Optimizer::kAdagrad:
     case Optimizer::kMomentum:
+    case Optimizer::kProximalAdagrad:
       return 1;
     case Optimizer::kAdam:
+    case Optimizer::kAdadelta:
+    case Optimizer::kAdagradDA:
+    case Optimizer::kFtrl:
+    case Optimizer::kRMSProp:
       return 2;
+    case Optimizer::kCenteredRMSProp:
+      return 3;
     case Optimizer::kNone:
     case Optimizer::kGradientDescent:
+    case Optimizer::kProximalGradientDescent:
       return 0;
   }
   return 0;
 }
 
 const char* SlotName(Optimizer opt, int slot) {
+  const char* const* names = nullptr;
+  static const char* const kAdagrad[] = {"Adagrad"};
+  static const char* const kMomentum[] = {"Momentum"};
+  static const char* const kAdam[] = {"Adam", "Adam_1"};
+  static const char* const kAdadelta[] = {"accum", "accum_update"};
+  static const char* const kAdagradDA[] = {"gradient_accumulator",
+                                           "gradient_squared_accumulator"};
+  static const char* const kFtrl[] = {"accum", "linear"};
+  static const char* const kProximalAdagrad[] = {"accumulator"};
+  static const char* const kRMSProp[] = {"rms", "momentum", "mg"};
   switch (opt) {
-    case Optimizer::kAdagrad:
-      return slot == 0 ? "Adagrad" : "";
-    case Optimizer::kMomentum:
-      return slot == 0 ? "Momentum" : "";
-    case Optimizer::kAdam:
-      return slot == 0 ? "Adam" : slot == 1 ? "Adam_1" : "";
+    case Optimizer::kAdagrad: names = kAdagrad; break;
+    case Optimizer::kMomentum: names = kMomentum; break;
+    case Optimizer::kAdam: names = kAdam; break;
+    case Optimizer::kAdadelta: names = kAdadelta; break;
+    case Optimizer::kAdagradDA: names = kAdagradDA; break;
+    case Optimizer::kFtrl: names = kFtrl; break;
+    case Optimizer::kProximalAdagrad: names = kProximalAdagrad; break;
+    case Optimizer::kRMSProp:
+    case Optimizer::kCenteredRMSProp: names = kRMSProp; break;
     case Optimizer::kNone:
     case Optimizer::kGradientDescent:
-      return "";
+    case Optimizer::kProximalGradientDescent: break;
   }
-  return "";
+  return names != nullptr && slot >= 0 && slot < NumSlots(opt) ? names[slot] : "";
 }
 
 const char* OptimizerName(Optimizer opt) {
@@ -65,8 +87,44 @@ const char* OptimizerName(Optimizer opt) {
     case Optimizer::kAdagrad: return "Adagrad";
     case Optimizer::kMomentum: return "Momentum";
     case Optimizer::kAdam: return "Adam";
+    case Optimizer::kAdadelta: return "Adadelta";
+    case Optimizer::kAdagradDA: return "AdagradDA";
+    case Optimizer::kFtrl: return "Ftrl";
+    case Optimizer::kProximalGradientDescent: return "ProximalGradientDescent";
+    case Optimizer::kProximalAdagrad: return "ProximalAdagrad";
+    case Optimizer::kRMSProp: return "RMSProp";
+    case Optimizer::kCenteredRMSProp: return "CenteredRMSProp";
   }
   return "unknown";
+}
+
+namespace {
+
+// "GradientDescent, Adagrad, ... or CenteredRMSProp".
+std::string OptimizerChoices() {
+  std::string out;
+  for (int code = 1; code <= kMaxKernelOptimizer; ++code) {
+    if (code > 1) out += code == kMaxKernelOptimizer ? " or " : ", ";
+    out += OptimizerName(static_cast<Optimizer>(code));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ParseOptimizerName(const std::string& name, Optimizer* out) {
+  if (name.empty() || name == "None") {
+    *out = Optimizer::kNone;
+    return Status::Ok();
+  }
+  for (int code = 1; code <= kMaxKernelOptimizer; ++code) {
+    if (name == OptimizerName(static_cast<Optimizer>(code))) {
+      *out = static_cast<Optimizer>(code);
+      return Status::Ok();
+    }
+  }
+  return InvalidArgument("optimizer '" + name + "' not supported; expected " +
+                         OptimizerChoices());
 }
 
 namespace {
@@ -174,19 +232,65 @@ const KernelTable& ActiveTable() {
 
 // ---- Argument checks --------------------------------------------------------------------------
 
+std::string FormatDouble(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// The hyper-parameter checks of TF's kernels (made on the values cast to the variable's dtype,
+// as TF makes them), plus AdagradDA's step, which TF leaves unchecked (a step of 0 divides by
+// zero in its sparse kernel).
+template <typename T>
+Status CheckHyperParameters(const KernelArgs& a, const char* what) {
+  // Messages are built only for a refusal: this runs for every update.
+  auto where = [&] { return std::string(what) + " with " + OptimizerName(a.optimizer); };
+  auto require = [&](bool ok, const char* name, double value, const char* rule) {
+    return ok ? Status::Ok()
+              : InvalidArgument(where() + ": " + name + " " + FormatDouble(value) +
+                                " must be " + rule + " (TF's " + OptimizerName(a.optimizer) +
+                                " kernel refuses it)");
+  };
+  switch (a.optimizer) {
+    case Optimizer::kFtrl:
+    case Optimizer::kProximalAdagrad:
+      PSRT_RETURN_IF_ERROR(require(static_cast<T>(a.learning_rate) > T(0), "learning_rate",
+                                   a.learning_rate, "> 0"));
+      PSRT_RETURN_IF_ERROR(require(static_cast<T>(a.l1) >= T(0), "l1", a.l1, ">= 0"));
+      PSRT_RETURN_IF_ERROR(require(static_cast<T>(a.l2) >= T(0), "l2", a.l2, ">= 0"));
+      if (a.optimizer != Optimizer::kFtrl) break;
+      PSRT_RETURN_IF_ERROR(
+          require(static_cast<T>(a.lr_power) <= T(0), "lr_power", a.lr_power, "<= 0"));
+      PSRT_RETURN_IF_ERROR(require(static_cast<T>(a.l2_shrinkage) >= T(0), "l2_shrinkage",
+                                   a.l2_shrinkage, ">= 0"));
+      break;
+    case Optimizer::kAdagradDA:
+      if (a.global_step < 1) {
+        return InvalidArgument(where() + ": global_step " + std::to_string(a.global_step) +
+                               " must be >= 1 (the step being applied: TF's AdagradDA passes "
+                               "its global step + 1)");
+      }
+      break;
+    default:
+      break;
+  }
+  return Status::Ok();
+}
+
 Status CheckOptimizer(const KernelArgs& args, const char* what) {
   if (args.optimizer == Optimizer::kNone ||
-      static_cast<uint8_t>(args.optimizer) > kMaxOptimizer) {
+      static_cast<uint8_t>(args.optimizer) > kMaxKernelOptimizer) {
     return InvalidArgument(std::string(what) + ": unknown optimizer code " +
-                           std::to_string(static_cast<int>(args.optimizer)) +
-                           "; expected GradientDescent, Adagrad, Momentum or Adam");
+                           std::to_string(static_cast<int>(args.optimizer)) + "; expected " +
+                           OptimizerChoices());
   }
   if (args.dtype != DType::kFloat32 && args.dtype != DType::kFloat64) {
     return InvalidArgument(std::string(what) + ": dtype " + DTypeName(args.dtype) +
                            " not supported by optimizer " + OptimizerName(args.optimizer) +
                            "; expected float32 or float64");
   }
-  return Status::Ok();
+  return args.dtype == DType::kFloat32 ? CheckHyperParameters<float>(args, what)
+                                       : CheckHyperParameters<double>(args, what);
 }
 
 // Callers pass buffers they own, so a null one is a bug upstream; it is still an error, not
@@ -207,11 +311,13 @@ Status CheckBuffers(const KernelArgs& args, const void* var, void* const* slots,
 }
 
 // Casts the scalars to T before the loop, as TF's kernels receive them as T tensors, and
-// computes Adam's step size in T with TF's formula.
+// computes the scalar products TF's kernels compute once (Adam's step size, lr * l1, ...) in T
+// with TF's formulas, or in double where TF's scalar loops do.
 template <typename T>
-KernelScalars<T> MakeScalars(const KernelArgs& a) {
+KernelScalars<T> MakeScalars(const KernelArgs& a, Form form) {
   KernelScalars<T> s;
   s.optimizer = a.optimizer;
+  s.form = form;
   s.use_nesterov = a.use_nesterov;
   s.lr = static_cast<T>(a.learning_rate);
   s.momentum = static_cast<T>(a.momentum);
@@ -220,13 +326,37 @@ KernelScalars<T> MakeScalars(const KernelArgs& a) {
   s.epsilon = static_cast<T>(a.epsilon);
   s.lr_t = s.lr * std::sqrt(T(1) - static_cast<T>(a.beta2_power)) /
            (T(1) - static_cast<T>(a.beta1_power));
+  s.rho = static_cast<T>(a.rho);
+  s.one_minus_rho = T(1) - s.rho;
+  s.l1 = static_cast<T>(a.l1);
+  s.l2 = static_cast<T>(a.l2);
+  s.lr_l1 = s.lr * s.l1;
+  s.one_plus_l2_lr = T(1) + s.l2 * s.lr;
+  s.l2_lr_wide = 1.0 + static_cast<double>(s.l2 * s.lr);
+  const T lr_power = static_cast<T>(a.lr_power);
+  s.ftrl_sqrt = lr_power == static_cast<T>(-0.5);
+  s.ftrl_shrinkage = a.l2_shrinkage > 0;
+  s.neg_lr_power = -lr_power;
+  s.two_l2 = T(2) * s.l2;
+  s.two_l2_shrinkage = T(2) * static_cast<T>(a.l2_shrinkage);
+  // ApplyAdagradDA's functor receives the step as float, SparseApplyAdagradDA's row loop as T,
+  // its scalar loop as int64 with the other scalars widened to double.
+  const T step_as_float = static_cast<T>(static_cast<float>(a.global_step));
+  s.da_t_l1 = step_as_float * s.l1;
+  s.da_l2_t_lr = s.l2 * (step_as_float * s.lr);
+  s.da_t = static_cast<T>(a.global_step);
+  s.da_t_lr = s.da_t * s.lr;
+  s.da_lr_wide = static_cast<double>(s.lr);
+  s.da_t_l1_wide = static_cast<double>(a.global_step) * static_cast<double>(s.l1);
+  s.da_t_l2_lr_wide =
+      static_cast<double>(a.global_step) * static_cast<double>(s.l2) * static_cast<double>(s.lr);
   return s;
 }
 
 // ---- Dense ------------------------------------------------------------------------------------
 
 template <typename T>
-using ApplyFn = void (*)(const KernelScalars<T>&, T*, T*, T*, const T*, size_t);
+using ApplyFn = void (*)(const KernelScalars<T>&, T*, T*, T*, T*, const T*, size_t);
 
 template <typename T>
 ApplyFn<T> ApplyOf(const KernelTable& t);
@@ -288,6 +418,7 @@ struct DenseJob {
   T* var;
   T* slot0;
   T* slot1;
+  T* slot2;
   const T* grad;
   size_t n;
   size_t first_line;  // first index of var that starts a cache line
@@ -297,8 +428,9 @@ struct DenseJob {
   std::condition_variable all_done;
   size_t done = 0;  // blocks finished; guarded by mu
 
-  DenseJob(ApplyFn<T> f, const KernelScalars<T>& sc, T* v, T* s0, T* s1, const T* g, size_t len)
-      : fn(f), s(sc), var(v), slot0(s0), slot1(s1), grad(g), n(len) {
+  DenseJob(ApplyFn<T> f, const KernelScalars<T>& sc, T* v, T* s0, T* s1, T* s2, const T* g,
+           size_t len)
+      : fn(f), s(sc), var(v), slot0(s0), slot1(s1), slot2(s2), grad(g), n(len) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(var);
     first_line = addr % sizeof(T) != 0
                      ? 0
@@ -320,7 +452,8 @@ struct DenseJob {
       if (k >= num_blocks) break;
       const size_t b = BlockBegin(k);
       const size_t e = BlockBegin(k + 1);
-      fn(s, var + b, slot0 ? slot0 + b : nullptr, slot1 ? slot1 + b : nullptr, grad + b, e - b);
+      fn(s, var + b, slot0 ? slot0 + b : nullptr, slot1 ? slot1 + b : nullptr,
+         slot2 ? slot2 + b : nullptr, grad + b, e - b);
       ++finished;
     }
     if (finished == 0) return;
@@ -332,22 +465,22 @@ struct DenseJob {
 };
 
 template <typename T>
-void RunDense(ApplyFn<T> fn, const KernelScalars<T>& s, T* var, T* slot0, T* slot1,
+void RunDense(ApplyFn<T> fn, const KernelScalars<T>& s, T* var, T* slot0, T* slot1, T* slot2,
               const T* grad, size_t n) {
   const size_t threads = NumThreads(n);
   if (threads == 1) {
-    fn(s, var, slot0, slot1, grad, n);
+    fn(s, var, slot0, slot1, slot2, grad, n);
     return;
   }
   std::shared_ptr<DenseJob<T>> job;
   try {
-    job = std::make_shared<DenseJob<T>>(fn, s, var, slot0, slot1, grad, n);
+    job = std::make_shared<DenseJob<T>>(fn, s, var, slot0, slot1, slot2, grad, n);
     // If the system refuses a thread, the blocks it would have taken run on the others (at
     // worst all on this one): slower, never wrong, and no exception leaves the kernel.
     for (size_t t = 1; t < threads; ++t) std::thread([job] { job->Work(); }).detach();
   } catch (...) {
     if (job == nullptr) {
-      fn(s, var, slot0, slot1, grad, n);
+      fn(s, var, slot0, slot1, slot2, grad, n);
       return;
     }
   }
@@ -362,8 +495,9 @@ void ApplyDenseTyped(const KernelArgs& args, void* var, void* const* slots, cons
   const int num_slots = NumSlots(args.optimizer);
   T* s0 = num_slots > 0 ? static_cast<T*>(slots[0]) : nullptr;
   T* s1 = num_slots > 1 ? static_cast<T*>(slots[1]) : nullptr;
-  RunDense<T>(ApplyOf<T>(ActiveTable()), MakeScalars<T>(args), static_cast<T*>(var), s0, s1,
-              static_cast<const T*>(grad), n);
+  T* s2 = num_slots > 2 ? static_cast<T*>(slots[2]) : nullptr;
+  RunDense<T>(ApplyOf<T>(ActiveTable()), MakeScalars<T>(args, Form::kDense),
+              static_cast<T*>(var), s0, s1, s2, static_cast<const T*>(grad), n);
 }
 
 // ---- Sparse -----------------------------------------------------------------------------------
@@ -375,16 +509,20 @@ void ApplySparseTyped(const KernelArgs& args, void* var_v, void* const* slots, s
   const KernelTable& table = ActiveTable();
   const ApplyFn<T> apply = ApplyOf<T>(table);
   const AccumulateFn<T> accumulate = AccumulateOf<T>(table);
-  const KernelScalars<T> s = MakeScalars<T>(args);
+  // A row of one element is a rank-1 variable: TF's Sparse* kernels take their scalar loop.
+  const KernelScalars<T> s =
+      MakeScalars<T>(args, width == 1 ? Form::kSparseScalars : Form::kSparseRows);
   const int num_slots = NumSlots(args.optimizer);
   T* var = static_cast<T*>(var_v);
   T* s0 = num_slots > 0 ? static_cast<T*>(slots[0]) : nullptr;
   T* s1 = num_slots > 1 ? static_cast<T*>(slots[1]) : nullptr;
+  T* s2 = num_slots > 2 ? static_cast<T*>(slots[2]) : nullptr;
   const T* rows = static_cast<const T*>(rows_v);
 
   auto update_row = [&](int64_t index, const T* src) {
     const size_t off = static_cast<size_t>(index) * width;
-    apply(s, var + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr, src, width);
+    apply(s, var + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr,
+          s2 ? s2 + off : nullptr, src, width);
   };
 
   // No index repeats (the common case for a gathered batch): no duplicates to sum.

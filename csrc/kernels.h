@@ -22,11 +22,29 @@
 
 namespace psrt {
 
-// Number of optimizer slots kept beside a variable and their TF names
-// (GradientDescent: none; Adagrad: "Adagrad"; Momentum: "Momentum"; Adam: "Adam", "Adam_1").
+// Most slots any optimizer keeps (CenteredRMSProp: rms, momentum, mg).
+constexpr int kMaxSlots = 3;
+
+// The last optimizer code the kernels implement. The wire accepts codes up to kMaxOptimizer
+// (wire.h), fewer until the VarSpec carries the later optimizers' hyper-parameters.
+constexpr uint8_t kMaxKernelOptimizer = static_cast<uint8_t>(Optimizer::kCenteredRMSProp);
+static_assert(kMaxOptimizer <= kMaxKernelOptimizer, "the wire accepts an optimizer without kernel");
+
+// Number of optimizer slots kept beside a variable, and their names, in slot order. The first
+// four optimizers name them as TF names their slot variables in a checkpoint (GradientDescent:
+// none; Adagrad: "Adagrad"; Momentum: "Momentum"; Adam: "Adam", "Adam_1"); the later ones by
+// their TF slot names (get_slot): Adadelta "accum", "accum_update"; AdagradDA
+// "gradient_accumulator", "gradient_squared_accumulator"; Ftrl "accum", "linear";
+// ProximalGradientDescent none; ProximalAdagrad "accumulator"; RMSProp "rms", "momentum";
+// CenteredRMSProp "rms", "momentum", "mg". TF1's initial values, which the caller sets:
+// Adagrad, ProximalAdagrad and Ftrl's accumulators 0.1, AdagradDA's squared accumulator 0.1,
+// RMSProp's rms 1.0, every other slot 0.
 int NumSlots(Optimizer opt);
 const char* SlotName(Optimizer opt, int slot);
 const char* OptimizerName(Optimizer opt);
+// The optimizer named `name` (an OptimizerName, or "None"/"" for kNone); InvalidArgument naming
+// the name and the valid choices otherwise.
+Status ParseOptimizerName(const std::string& name, Optimizer* out);
 
 struct KernelArgs {
   Optimizer optimizer = Optimizer::kNone;
@@ -39,10 +57,19 @@ struct KernelArgs {
   double epsilon = 1e-8;              // Adam
   double beta1_power = 0.0;           // Adam: beta1^t for this step (t counted from 1)
   double beta2_power = 0.0;           // Adam: beta2^t
+  // The optimizers below take epsilon (Adadelta, RMSProp) and momentum (RMSProp) from above.
+  double rho = 0.95;                  // Adadelta's rho; RMSProp's decay (TF's kernels call it rho)
+  double l1 = 0.0;                    // AdagradDA, Ftrl, Proximal*: L1 strength
+  double l2 = 0.0;                    // AdagradDA, Ftrl, Proximal*: L2 strength
+  double l2_shrinkage = 0.0;          // Ftrl: > 0 applies TF's FtrlV2
+  double lr_power = -0.5;             // Ftrl: learning_rate_power
+  int64_t global_step = 0;            // AdagradDA: the step being applied, >= 1 (TF's Python
+                                      // optimizer passes its global step + 1)
 };
 
 // var[i] and slot[k][i] for i in [0, n) are updated with grad[i].
-// Formulas (TF1):
+// Formulas (TF 1.15, tensorflow/core/kernels/training_ops.cc; rsqrt(x) is 1 / sqrt(x);
+// sign(x) is -1, 0 or 1; every formula is evaluated in the order written):
 //   GradientDescent: var -= lr * g
 //   Adagrad:  accum += g * g;  var -= lr * g / sqrt(accum)
 //   Momentum: accum = accum * momentum + g;
@@ -51,8 +78,39 @@ struct KernelArgs {
 //   Adam:     lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
 //             m = m + (g - m) * (1 - beta1);  v = v + (g*g - v) * (1 - beta2)
 //             var -= lr_t * m / (sqrt(v) + epsilon)
-// Arithmetic is in the variable's dtype. Returns InvalidArgument for an unsupported
-// optimizer/dtype pair; never fails otherwise.
+//   Adadelta (ApplyAdadelta):
+//             accum = accum * rho + g*g * (1 - rho)
+//             update = sqrt(accum_update + epsilon) * rsqrt(accum + epsilon) * g
+//             var -= update * lr;  accum_update = accum_update * rho + update*update * (1 - rho)
+//   AdagradDA (ApplyAdagradDA), t = global_step as float (TF casts it to float):
+//             gacc += g;  gg += g*g;  den = l2 * (t * lr) + sqrt(gg)
+//             var = lr * -1 * sign(gacc) * max(|gacc| - t * l1, 0) / den   (l1 > 0)
+//             var = lr * gacc * -1 / den                                   (l1 <= 0)
+//   Ftrl (ApplyFtrl; ApplyFtrlV2 when l2_shrinkage > 0), p = -lr_power, P(x) = x^p (sqrt(x)
+//   when lr_power == -0.5):
+//             gs = g (V2: g + 2*l2_shrinkage * var);  new_accum = accum + g*g
+//             linear += gs - (P(new_accum) - P(accum)) / lr * var
+//             y = P(new_accum) / lr + 2*l2
+//             var = |linear| > l1 ? (l1 * sign(linear) - linear) / y : 0;  accum = new_accum
+//   ProximalGradientDescent (ApplyProximalGradientDescent):
+//             prox = var - g * lr
+//             var = sign(prox) * max(|prox| - lr*l1, 0) / (1 + l2*lr)          (l1 > 0)
+//             var = prox / (1 + l2*lr)                                          (l1 <= 0)
+//   ProximalAdagrad (ApplyProximalAdagrad):
+//             accum += g*g;  a = lr * rsqrt(accum);  prox = var - g * a
+//             var = sign(prox) * max(|prox| - a * l1, 0) / (1 + l2 * a)         (l1 > 0)
+//             var = prox / (1 + l2 * a)                                         (l1 <= 0)
+//   RMSProp (ApplyRMSProp), slots rms (ms), momentum (mom):
+//             ms += (g*g - ms) * (1 - rho);  mom = mom * momentum + g * lr / sqrt(ms + epsilon)
+//             var -= mom
+//   CenteredRMSProp (ApplyCenteredRMSProp), slots rms (ms), momentum (mom), mg:
+//             ms += (g*g - ms) * (1 - rho);  mg += (g - mg) * (1 - rho)
+//             mom = mom * momentum + g * lr / sqrt((ms - mg*mg) + epsilon);  var -= mom
+// Arithmetic is in the variable's dtype, with the scalars cast to it first, as TF's kernels
+// receive them. Returns InvalidArgument, before writing anything, for an unsupported
+// optimizer/dtype pair, a null buffer, or hyper-parameters that TF's kernels refuse (Ftrl:
+// lr > 0, l1, l2, l2_shrinkage >= 0, lr_power <= 0; ProximalAdagrad: lr > 0, l1, l2 >= 0) or
+// that make no sense (AdagradDA: global_step < 1); never fails otherwise.
 Status ApplyDense(const KernelArgs& args, void* var, void* const* slots, const void* grad,
                   size_t n);
 
@@ -96,7 +154,27 @@ Status PrepareSparse(const KernelArgs& args, size_t num_rows, size_t row_width,
                      bool known_unique, SparseUpdate* out);
 
 // Applies a prepared update: duplicate indices are summed first (in the order they were sent),
-// then each distinct row gets one dense update (TF's SparseApply* after unsorted_segment_sum).
+// then each distinct row gets one update (TF's SparseApply* after unsorted_segment_sum).
+// GradientDescent, Adagrad, Momentum, Adam, Adadelta, ProximalGradientDescent and
+// ProximalAdagrad update a row of width > 1 as ApplyDense would. The others follow their TF
+// Sparse* kernel where it computes differently from the dense one:
+//   AdagradDA (SparseApplyAdagradDA), t = global_step in the dtype:
+//             var = -1 * sign(gacc) * max(|gacc| / t - l1, 0) / (l2 + sqrt(gg) / (t * lr))
+//             var = -1 * (gacc / t) / (l2 + sqrt(gg) / (t * lr))                 (l1 <= 0)
+//   Ftrl (SparseApplyFtrl):  var = (clip(linear, -l1, l1) - linear) / y   (no select: y = 0
+//             gives NaN, where the dense kernel gives 0)
+//   RMSProp (SparseApplyRMSProp):
+//             ms = ms * rho + g*g * (1 - rho);  mom = mom * momentum + rsqrt(ms + eps) * lr * g
+//   CenteredRMSProp (SparseApplyCenteredRMSProp): ms as RMSProp; mg = mg * rho + g * (1 - rho)
+//             mom = mom * momentum + rsqrt((ms + epsilon) - mg*mg) * lr * g
+// A variable of rank 1 (row width 1) takes the scalar loop of TF's kernels where they have one:
+//   AdagradDA: the accumulators' sums and var in double (t * l1, t * l2 * lr too; t the step):
+//             var = sign(-gacc) * lr * max(|gacc| - t*l1, 0) / (t*l2*lr + sqrt(gg)),
+//             var = (-gacc * lr) / (t*l2*lr + sqrt(gg))                         (l1 <= 0)
+//   Ftrl:     linear = linear + gs - (new_accum^p - accum^p) / lr * var   (pow even for
+//             lr_power -0.5); var = (clip(linear, -l1, l1) - linear) / y
+//   ProximalGradientDescent, ProximalAdagrad: the last division in double (TF divides by
+//             1.0 + l2*lr, a double); ProximalAdagrad's a = lr / sqrt(accum).
 // `args` must have the optimizer and dtype it was prepared with (beta powers may differ).
 // Never fails.
 void ApplyPrepared(const KernelArgs& args, void* var, void* const* slots,
@@ -123,12 +201,18 @@ Status SetKernelTarget(const std::string& name);
 // linker keeps for the whole module and crash an older CPU.
 namespace kernel_detail {
 
+// Which of TF's loops an update follows: the dense kernel, a Sparse* kernel's row loop, or its
+// loop over scalar rows (a rank-1 variable). See ApplyPrepared.
+enum class Form : uint8_t { kDense, kSparseRows, kSparseScalars };
+
 // The optimizer's scalars, already cast to the variable's dtype T (TF casts them to T before
 // the update), and Adam's step size lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
 // computed in T as TF's ApplyAdam does.
+
 template <typename T>
 struct KernelScalars {
   Optimizer optimizer = Optimizer::kNone;
+  Form form = Form::kDense;
   bool use_nesterov = false;
   T lr = 0;
   T momentum = 0;
@@ -136,17 +220,40 @@ struct KernelScalars {
   T one_minus_beta2 = 0;
   T epsilon = 0;
   T lr_t = 0;
+  // Adadelta, RMSProp
+  T rho = 0;
+  T one_minus_rho = 0;
+  // AdagradDA, Ftrl, Proximal*
+  T l1 = 0;
+  T l2 = 0;
+  T lr_l1 = 0;           // ProximalGradientDescent: lr * l1
+  T one_plus_l2_lr = 0;  // ProximalGradientDescent: 1 + l2 * lr
+  double l2_lr_wide = 0;  // ProximalGradientDescent's scalar loop: 1.0 + l2 * lr, a double
+  // Ftrl
+  bool ftrl_sqrt = true;       // lr_power == -0.5 (in T)
+  bool ftrl_shrinkage = false;  // l2_shrinkage > 0: FtrlV2
+  T neg_lr_power = 0;
+  T two_l2 = 0;
+  T two_l2_shrinkage = 0;
+  // AdagradDA
+  T da_t = 0;          // kSparseRows: global_step in T
+  T da_t_lr = 0;       // kSparseRows: t * lr
+  T da_t_l1 = 0;       // kDense: float(global_step) * l1
+  T da_l2_t_lr = 0;    // kDense: l2 * (float(global_step) * lr)
+  double da_lr_wide = 0;       // kSparseScalars: lr, gs * l1 and gs * l2 * lr in double
+  double da_t_l1_wide = 0;
+  double da_t_l2_lr_wide = 0;
 };
 
-// One target's loops. Apply* updates var[0, n) and its slots (slot1 is used by Adam only,
-// slot0 by every optimizer except GradientDescent) with grad[0, n); Accumulate* is
+// One target's loops. Apply* updates var[0, n) and its slots (slot0, slot1, slot2 in
+// SlotName's order; null when the optimizer has fewer) with grad[0, n); Accumulate* is
 // dst[i] += src[i]. Arrays must not overlap each other; arguments are not checked (kernels.cc
 // validates them). Thread-safe: no state.
 struct KernelTable {
   void (*apply_f32)(const KernelScalars<float>& s, float* var, float* slot0, float* slot1,
-                    const float* grad, size_t n);
+                    float* slot2, const float* grad, size_t n);
   void (*apply_f64)(const KernelScalars<double>& s, double* var, double* slot0, double* slot1,
-                    const double* grad, size_t n);
+                    double* slot2, const double* grad, size_t n);
   void (*accumulate_f32)(float* dst, const float* src, size_t n);
   void (*accumulate_f64)(double* dst, const double* src, size_t n);
 };

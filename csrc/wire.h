@@ -106,6 +106,15 @@ enum class Optimizer : uint8_t {
   kAdagrad = 2,
   kMomentum = 3,
   kAdam = 4,
+  // 5..11 have kernels (kernels.h) but REGISTER refuses them (kMaxOptimizer) until the VarSpec
+  // carries their hyper-parameters and the store addresses their slots (kMaxSlots, 3).
+  kAdadelta = 5,
+  kAdagradDA = 6,
+  kFtrl = 7,                     // FtrlV2 (l2_shrinkage) too, as TF's FtrlOptimizer
+  kProximalGradientDescent = 8,
+  kProximalAdagrad = 9,
+  kRMSProp = 10,
+  kCenteredRMSProp = 11,         // RMSProp with centered=True: TF's ApplyCenteredRMSProp
 };
 constexpr uint8_t kMaxOptimizer = 4;
 

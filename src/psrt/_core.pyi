@@ -53,11 +53,26 @@ def apply_dense(
     use_nesterov: bool = False,
     beta1: float = 0.9,
     beta2: float = 0.999,
-    epsilon: float = 1e-08,
+    epsilon: float | None = None,
     beta1_power: float = 0.0,
     beta2_power: float = 0.0,
+    rho: float | None = None,
+    l1: float = 0.0,
+    l2: float = 0.0,
+    l2_shrinkage: float = 0.0,
+    lr_power: float = -0.5,
+    global_step: int = 0,
 ) -> None:
-    """One fused TF1 optimizer step on float32/float64 C-contiguous arrays, in place."""
+    """One fused TF1 optimizer step on float32/float64 C-contiguous arrays, in place.
+
+    optimizer: GradientDescent, Adagrad, Momentum, Adam, Adadelta, AdagradDA, Ftrl,
+    ProximalGradientDescent, ProximalAdagrad, RMSProp or CenteredRMSProp; ``slots`` in
+    ``slot_names(optimizer)`` order. The keywords are the inputs of TF's Apply* kernel:
+    ``rho`` is Adadelta's rho and RMSProp's decay; ``l2_shrinkage`` > 0 makes Ftrl TF's
+    FtrlV2; ``global_step`` is the step AdagradDA applies (TF passes its global step + 1).
+    ``rho``/``epsilon`` None: TF1's default for the optimizer (Adadelta 0.95/1e-8, RMSProp
+    0.9/1e-10, Adam epsilon 1e-8). Raises InvalidArgumentError before writing anything for
+    a bad array or a hyper-parameter TF's kernel refuses."""
 
 def apply_sparse(
     optimizer: str,
@@ -71,14 +86,23 @@ def apply_sparse(
     use_nesterov: bool = False,
     beta1: float = 0.9,
     beta2: float = 0.999,
-    epsilon: float = 1e-08,
+    epsilon: float | None = None,
     beta1_power: float = 0.0,
     beta2_power: float = 0.0,
+    rho: float | None = None,
+    l1: float = 0.0,
+    l2: float = 0.0,
+    l2_shrinkage: float = 0.0,
+    lr_power: float = -0.5,
+    global_step: int = 0,
 ) -> None:
-    """Row-sparse step: row indices[j] of var is updated with rows[j]; duplicates summed."""
+    """Row-sparse step: row indices[j] of var is updated with rows[j]; duplicates summed,
+    then each row updated by TF's SparseApply* formula. Arguments as apply_dense; an index
+    out of range raises InvalidArgumentError and writes nothing."""
 
 def slot_names(optimizer: str) -> list[str]:
-    """The TF names of the optimizer's slots ("Adagrad"; "Adam", "Adam_1"; ...)."""
+    """The names of the optimizer's slots, in the order apply_* takes them ("Adagrad";
+    "Adam", "Adam_1"; Adadelta "accum", "accum_update"; RMSProp "rms", "momentum"; ...)."""
 
 # ---- Transport ------------------------------------------------------------------------------
 
