@@ -173,9 +173,9 @@ class Optimizer:
         for p in parts:
             if not isinstance(p, Variable):
                 raise TypeError(f"can only optimize psrt Variables; got {p!r}")
-            if p.dtype == np.int64:
-                raise ValueError(f"variable '{p.name}' is int64; optimizers need float32 or "
-                                 f"float64")
+            if p.dtype.kind == "i":
+                raise ValueError(f"variable '{p.name}' is {p.dtype.name}; optimizers need "
+                                 f"float32 or float64")
             bound = p._optimizer
             if bound is not None and bound is not self and (
                     bound._kernel != self._kernel or bound._hyper() != self._hyper()):
@@ -229,7 +229,9 @@ class Optimizer:
                 the variable's shape and dtype (C-contiguous), an :class:`IndexedSlices`, a
                 feed name (str) whose ``feed_dict`` value is the gradient at run time, a pair
                 from :meth:`compute_gradients`, or None (the variable is skipped).
-            global_step: If given, incremented by one with each push, on its ps task.
+            global_step: If given, a scalar variable incremented by one with each push, on
+                its ps task: an integer one (int64, int32) in the push itself, a float one
+                (TF adds 1 to any global_step) by an assign_add after it.
             name: Name of the returned op.
 
         Returns:
@@ -250,7 +252,7 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable: "
                              f"{[v.name for _, v in pairs]}.")
         if global_step is not None:
-            _variables.assert_global_step(global_step)
+            _check_step(global_step)
         for _, v in live:
             self._bind(v)
         lazy = [g for g, _ in live if isinstance(g, _LazyGradient)]
@@ -275,6 +277,16 @@ class Optimizer:
                  name: str | None = None, grad_loss: Any = None) -> TrainOp:
         """``compute_gradients`` then ``apply_gradients``, as TF. See those for ``loss``."""
         return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+
+
+def _check_step(global_step: Any) -> None:
+    """As TF's ``apply_gradients``, which adds 1 to any ``global_step``: a scalar Variable
+    of any numeric dtype, or TypeError with TF's messages."""
+    if isinstance(global_step, Variable) and global_step.dtype.kind == "f":
+        if global_step.shape != ():
+            raise TypeError(f'Existing "global_step" is not scalar: {global_step.shape}')
+        return
+    _variables.assert_global_step(global_step)
 
 
 class GradientDescentOptimizer(Optimizer):

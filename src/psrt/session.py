@@ -316,7 +316,7 @@ class Session:
                 hyper = {**hyper, "replicas_to_aggregate": float(v._sync[0]),
                          "total_num_replicas": float(v._sync[1])}
             value = v.initial_value_array() if init else None
-            entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[v.dtype], v.shape, kernel,
+            entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[_wire(v)], v.shape, kernel,
                             hyper, value))
             owners.append(v)
         if entries:
@@ -414,7 +414,7 @@ class Session:
                 scalars.append(i)
             slot, target = (leaf.index + 1, leaf.primary) if isinstance(leaf, SlotVariable) \
                 else (0, leaf)
-            out = np.empty(target.shape, target.dtype)
+            out = np.empty(target.shape, _wire(target))
             parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
                 else [target]
             hl, ol = batches.setdefault(slot, ([], []))
@@ -425,6 +425,10 @@ class Session:
             self._client.pull(hl, ol, slot)
         for i in scalars:
             results[i] = int(results[i])
+        for i, leaf in reads:
+            # int32 variables are int64 on the ps: give them back as the user's int32.
+            if isinstance(results[i], np.ndarray) and results[i].dtype != leaf.dtype:
+                results[i] = results[i].astype(leaf.dtype)
 
     # ---- ops ----------------------------------------------------------------------------
 
@@ -437,7 +441,7 @@ class Session:
             return None
         if op.type in ("assign", "assign_add"):
             (v,) = op.variables
-            value = np.array(np.broadcast_to(np.asarray(op.value, v.dtype), v.shape), order="C")
+            value = np.array(np.broadcast_to(np.asarray(op.value, _wire(v)), v.shape), order="C")
             h = self._handle(v)
             if op.type == "assign":
                 self._client.assign([h], [value], 0)
@@ -485,7 +489,7 @@ class Session:
             seen.add(id(v))
             buf = self._cache.get(id(v))
             if buf is None:
-                buf = np.empty(v.shape, v.dtype)
+                buf = np.empty(v.shape, _wire(v))
                 view = buf.view()
                 view.setflags(write=False)
                 self._cache[id(v)] = buf
@@ -568,7 +572,10 @@ class Session:
             if cached is not None:
                 dense_out.extend(_part_views(v, cached))
         gs = op.global_step
-        step_h = self._handle(gs) if gs is not None else -1
+        # The core steps integer global steps in the push itself; a float one (TF adds 1 to
+        # any global_step given to minimize) gets an assign_add of 1 after the push.
+        float_step = gs is not None and gs.dtype.kind == "f"
+        step_h = self._handle(gs) if gs is not None and not float_step else -1
         use_return = op.loss_fn is not None and len(dense_out) == len(dense_h)
         step = -1
         try:
@@ -578,6 +585,9 @@ class Session:
             for k, (v, g, idx) in enumerate(sparse):
                 last = k == len(sparse) - 1
                 step = self._push_sparse(v, g, idx, lr, step_h if last else -1)
+            if float_step:
+                self._client.assign_add([self._handle(gs)], [np.ones((), _wire(gs))])
+                self._invalidate([gs])
         except Exception:
             self._invalidate(var_list)
             raise
@@ -833,7 +843,7 @@ class Session:
                     else (2,)
                 out[name] = (shape, np.dtype(np.float64))
             else:
-                out[name] = (tuple(v.shape), np.dtype(v.dtype))
+                out[name] = (tuple(v.shape), np.dtype(_wire(v)))
         return out
 
     def _psrt_read_state(self, variables: Iterable[Any]) -> dict[str, np.ndarray]:
@@ -960,8 +970,13 @@ def _expand_computed(leaves: list[Any], feeds: dict[str, Any]
 
 
 def _is_int_scalar(v: Any) -> bool:
-    """True for int64 scalar variables (the global step): fetched as a Python int."""
-    return isinstance(v, Variable) and v.dtype == np.int64 and v.shape == ()
+    """True for integer scalar variables (the global step): fetched as a Python int."""
+    return isinstance(v, Variable) and v.dtype.kind == "i" and v.shape == ()
+
+
+def _wire(v: Any) -> np.dtype:
+    """The dtype of ``v``'s values on the ps (int64 for an int32 variable)."""
+    return getattr(v, "_wire_dtype", v.dtype)
 
 
 def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
