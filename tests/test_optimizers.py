@@ -476,8 +476,8 @@ def test_apply_gradients_argument_errors(fresh_graph):
         opt.apply_gradients([(np.zeros(2, np.float32), W)], global_step=wrong_step)
     with pytest.raises(TypeError) as e:
         opt.minimize(np.zeros(2))
-    assert str(e.value).startswith("loss must be a callable returning (loss, grads) from the "
-                                   "variables' values; got ")
+    assert str(e.value).startswith("loss must be a psrt.Tensor, or a callable returning (loss, "
+                                   "grads) from the variables' values; got ")
 
 
 def test_one_optimizer_per_variable(fresh_graph):

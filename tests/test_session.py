@@ -246,7 +246,7 @@ def test_fetch_of_an_invalid_type(model):
     with pytest.raises(TypeError) as e:
         sess.run([3])
     assert str(e.value) == ("Fetch argument 3 has invalid type int; must be a psrt Variable, "
-                            "PartitionedVariable, slot, Operation, name or None")
+                            "PartitionedVariable, slot, Tensor, Operation, name or None")
 
 
 def test_assign_and_assign_add(model):
@@ -282,7 +282,7 @@ def test_feed_dict_keys_by_name_or_object(ps1, worker):
         sess.run(psrt.global_variables_initializer())
         assert sess.run(op, feed_dict={"x:0": 1, Placeholder(): 2}) == 1.5
         assert seen == {"x": 1, "y": 2}
-        with pytest.raises(TypeError, match="feed_dict key 3 must be a name"):
+        with pytest.raises(TypeError, match="feed_dict key 3 must be a placeholder, a name"):
             sess.run(op, feed_dict={3: 1})
 
 

@@ -14,6 +14,15 @@ from psrt import _logging
 _logging.install()
 
 from psrt import errors  # noqa: E402  (after the logging set-up)
+from psrt.graph import (
+    Tensor,
+    custom_gradient,
+    function,
+    numpy_function,
+    placeholder,
+    placeholder_with_default,
+    py_func,
+)
 from psrt.optimizers import IndexedSlices
 from psrt.placement import DeviceSpec
 from psrt.placement import device as device

@@ -18,6 +18,7 @@ import numpy as np
 
 from psrt import errors
 from psrt import variables as _variables
+from psrt.graph import Plan, Tensor
 from psrt.hooks import SessionRunHook
 from psrt.variables import Operation, PartitionedVariable, Variable
 
@@ -96,14 +97,17 @@ class TrainOp(Operation):
         self.grads = list(grads) if grads is not None else None
         self.global_step = global_step
         self.sync: tuple[int, int] | None = None
+        # The loss tensor whose gradients (autodiff) the step pushes; None: ``loss_fn`` or
+        # ``grads``.
+        self.loss: Any = None
 
 
 class _LazyGradient:
     """Placeholder that ``compute_gradients`` returns: the i-th gradient of ``loss_fn``,
     computed when the train op runs."""
 
-    def __init__(self, loss_fn: Callable[..., Any], index: int) -> None:
-        self.loss_fn = loss_fn
+    def __init__(self, loss_fn: Any, index: int) -> None:
+        self.loss_fn = loss_fn   # a loss function, or a loss Tensor (autodiff)
         self.index = index
 
 
@@ -188,30 +192,53 @@ class Optimizer:
             if (id(var), key) not in self._slots:
                 self._slots[(id(var), key)] = SlotVariable(var, key, i, vname)
 
-    def compute_gradients(self, loss: Callable[..., Any], var_list: Sequence[Any] | None = None,
+    def compute_gradients(self, loss: Any, var_list: Sequence[Any] | None = None,
                           gate_gradients: int = 1, aggregation_method: Any = None,
                           colocate_gradients_with_ops: bool = False,
                           grad_loss: Any = None) -> list[tuple[Any, Any]]:
         """Pairs each variable with its (lazy) gradient from ``loss``, as TF.
 
         Args:
-            loss: A callable ``loss(*values, **feeds) -> (loss, grads)``: ``values`` are the
-                variables' current values (read-only numpy arrays, in ``var_list`` order),
-                ``feeds`` the run's ``feed_dict`` by name; ``grads`` is a sequence aligned
-                with ``var_list`` of arrays of each variable's shape and dtype,
-                :class:`IndexedSlices`, or None (no update).
-            var_list: Variables to train; default: the trainable variables.
+            loss: A :class:`psrt.Tensor` computed from the variables by forward numpy code
+                (``psrt.py_func``, ``psrt.function``): its gradients are derived when the
+                train op runs, by reverse-mode autodiff (autograd), as ``tf.gradients``
+                (a non-scalar loss is summed). Or a callable ``loss(*values, **feeds) ->
+                (loss, grads)``: ``values`` are the variables' current values (read-only
+                numpy arrays, in ``var_list`` order), ``feeds`` the run's ``feed_dict`` by
+                name; ``grads`` is a sequence aligned with ``var_list`` of arrays of each
+                variable's shape and dtype, :class:`IndexedSlices`, or None (no update).
+            var_list: Variables to train; default: the trainable variables (for a loss
+                tensor, those it reads).
 
         Returns:
-            A list of ``(gradient, variable)`` pairs for :meth:`apply_gradients`.
+            A list of ``(gradient, variable)`` pairs for :meth:`apply_gradients`; for a loss
+            tensor, the gradient of a variable it does not read is None, as TF's.
 
         Raises:
-            TypeError: ``loss`` is not callable.
+            TypeError: ``loss`` is neither a Tensor nor callable.
             ValueError: no variables to optimize.
         """
+        if isinstance(loss, Tensor):
+            reached = {id(v) for v in Plan([loss]).variables}
+            if var_list is None:
+                # TF's default: every trainable variable (a partitioned one whole, when the
+                # loss reads it whole); those the loss does not read get None.
+                var_list = []
+                for v in _variables.trainable_variables():
+                    whole = v._partition[0] if v._partition is not None else None
+                    if whole is not None and id(whole) in reached:
+                        if whole not in var_list:
+                            var_list.append(whole)
+                    else:
+                        var_list.append(v)
+            var_list = list(var_list)
+            if not var_list:
+                raise ValueError("No variables to optimize.")
+            return [(_LazyGradient(loss, i) if id(v) in reached else None, v)
+                    for i, v in enumerate(var_list)]
         if not callable(loss):
-            raise TypeError(f"loss must be a callable returning (loss, grads) from the "
-                            f"variables' values; got {loss!r}")
+            raise TypeError(f"loss must be a psrt.Tensor, or a callable returning (loss, "
+                            f"grads) from the variables' values; got {loss!r}")
         if var_list is None:
             var_list = _variables.trainable_variables()
         var_list = list(var_list)
@@ -262,6 +289,11 @@ class Optimizer:
                 raise ValueError("apply_gradients: mix gradients from one compute_gradients "
                                  "call only with each other")
             loss_fn = lazy[0].loss_fn
+            if not callable(loss_fn):
+                # A loss tensor: autodiff gives the variables it reads their gradients.
+                op = TrainOp(self, [v for _, v in live], None, None, global_step, name)
+                op.loss = loss_fn
+                return op
             n = len(pairs)
             if len(lazy) != n or sorted(g.index for g in lazy) != list(range(n)):
                 raise ValueError("apply_gradients: pass every pair from compute_gradients "
@@ -271,12 +303,23 @@ class Optimizer:
         return TrainOp(self, [v for _, v in live], None, [g for g, _ in live], global_step,
                        name)
 
-    def minimize(self, loss: Callable[..., Any], global_step: Variable | None = None,
+    def minimize(self, loss: Any, global_step: Variable | None = None,
                  var_list: Sequence[Any] | None = None, gate_gradients: int = 1,
                  aggregation_method: Any = None, colocate_gradients_with_ops: bool = False,
                  name: str | None = None, grad_loss: Any = None) -> TrainOp:
-        """``compute_gradients`` then ``apply_gradients``, as TF. See those for ``loss``."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+        """``compute_gradients`` then ``apply_gradients``, as TF. See those for ``loss``.
+
+        Raises:
+            ValueError: ``loss`` is a tensor that reads none of the variables (TF's "No
+                gradients provided for any variable, check your graph ...").
+        """
+        grads_and_vars = self.compute_gradients(loss, var_list)
+        if all(g is None for g, _ in grads_and_vars):
+            raise ValueError(
+                "No gradients provided for any variable, check your graph for ops that do "
+                f"not support gradients, between variables {[v.name for _, v in grads_and_vars]}"
+                f" and loss {loss!r}.")
+        return self.apply_gradients(grads_and_vars, global_step, name)
 
 
 def _check_step(global_step: Any) -> None:

@@ -1,0 +1,742 @@
+"""The executor: what one ``Session.run`` does with its fetches and feeds.
+
+A run is planned before anything executes: its fetch structure is flattened, its feeds
+are keyed by name (placeholders' values converted and checked), the inputs of computed
+fetches (``psrt.summary`` ops) are added, and every derived tensor's plan is checked for
+unfed placeholders. Then:
+
+* ops run in fetch order, each once (an initializer registers values; a train op is one
+  training step: pull the variables, compute the gradients, push them with the global
+  step's increment, in two parallel round trips, one in steady state);
+* derived tensors (``psrt.graph``) fetched with a train op are computed on the values that
+  step uses, before its push, sharing what the loss computed; without a train op they are
+  computed forward only from one parallel pull of the variables they read (no push);
+* fetched variables and slots are pulled together, in one parallel round trip;
+* computed fetches (summaries) are computed last from their inputs' values.
+
+:class:`Executor` is a mixin of :class:`psrt.Session`, which provides the connections:
+``_client`` (psrt._core.Client), ``_config``, ``_graph``, ``_lock``, ``_handle(var)`` and
+``_register(vars, init)`` (registration on the ps tasks), ``_shard_of`` (handle -> shard),
+``_vars_by_handle`` and ``_shard_names``, and calls :meth:`Executor._init_executor`.
+Nothing here touches a socket: the C++ client does every transfer with the GIL released.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from psrt import errors
+from psrt import graph as _graph
+from psrt.graph import Tensor
+from psrt.optimizers import IndexedSlices, SlotVariable, TrainOp
+from psrt.variables import Operation, PartitionedVariable, Variable
+
+_logger = logging.getLogger("psrt")
+
+# How often a synchronous run that waits for other replicas logs a warning, in seconds (more
+# often under a short sync timeout: a third of it, so that a run warns before it fails).
+_SYNC_LOG_SECS = 10.0
+# Longest single wait a synchronous run asks a ps task for; the run repeats shorter waits
+# until its step completes or the sync timeout passes (the core allows at most 60 s).
+_SYNC_WAIT_SECS = 1.0
+
+
+class _Fetch:
+    """A flattened fetch structure: leaves in order plus a function rebuilding it."""
+
+    def __init__(self, fetches: Any) -> None:
+        self.leaves: list[Any] = []
+        self._build = self._flatten(fetches)
+
+    def _flatten(self, f: Any) -> Callable[[list[Any]], Any]:
+        if isinstance(f, dict):
+            items = [(k, self._flatten(v)) for k, v in f.items()]
+            kind = type(f)
+            return lambda r: kind((k, b(r)) for k, b in items) if kind is dict else \
+                kind({k: b(r) for k, b in items})
+        if isinstance(f, (list, tuple)) and not hasattr(f, "_fields"):
+            subs = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda r: kind(b(r) for b in subs)
+        if isinstance(f, tuple):  # namedtuple
+            subs = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda r: kind(*(b(r) for b in subs))
+        i = len(self.leaves)
+        self.leaves.append(f)
+        return lambda r: r[i]
+
+    def build(self, results: list[Any]) -> Any:
+        """The fetch structure with each leaf replaced by its result, in leaf order."""
+        return self._build(results)
+
+
+
+class Executor:
+    """Runs fetches for a :class:`psrt.Session` (a mixin: see the module docstring)."""
+
+    def _init_executor(self) -> None:
+        self._cache: dict[int, np.ndarray] = {}   # id(Variable or PartitionedVariable) -> value
+        self._views: dict[int, np.ndarray] = {}
+        self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
+        self._sync_states: dict[int, _SyncState] = {}  # id(sync TrainOp) -> its progress
+
+    # ---- run ----------------------------------------------------------------------------
+
+    def _execute(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
+        """``Session.run``'s work (see the module docstring)."""
+        fetch = _Fetch(fetches)
+        feeds = self._feeds(feed_dict)
+        leaves, computed = _expand_computed(fetch.leaves, feeds)
+        rs = _RunState(feeds)
+        tensors: list[Tensor] = []
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, str):
+                leaf = leaves[i] = self._by_name(leaf)
+            if isinstance(leaf, Tensor):
+                tensors.append(leaf)
+            elif isinstance(leaf, TrainOp) and leaf.loss is not None:
+                _graph.plan_for([leaf.loss], feeds)  # unfed placeholders fail the run now
+        if tensors:
+            rs.pending = _graph.plan_for(list(dict.fromkeys(tensors)), feeds)
+        with self._lock:
+            results: list[Any] = [None] * len(leaves)
+            reads: list[tuple[int, Any]] = []
+            op_results: dict[int, Any] = {}
+            for i, leaf in enumerate(leaves):
+                if leaf is None or isinstance(leaf, Tensor):
+                    continue
+                if isinstance(leaf, Operation):
+                    # An op fetched more than once runs once per run (one training step), as
+                    # TF evaluates each distinct fetch once.
+                    if id(leaf) not in op_results:
+                        op_results[id(leaf)] = self._run_op(leaf, feeds, rs.fresh_steps, rs)
+                    results[i] = op_results[id(leaf)]
+                elif isinstance(leaf, (Variable, PartitionedVariable, SlotVariable)):
+                    reads.append((i, leaf))
+                else:
+                    raise TypeError(f"Fetch argument {leaf!r} has invalid type "
+                                    f"{type(leaf).__name__}; must be a psrt Variable, "
+                                    f"PartitionedVariable, slot, Tensor, Operation, name or "
+                                    f"None")
+            pending = rs.pending
+            if pending is not None and pending.variables:
+                # Forward only: the variables the tensors read come in the same parallel
+                # pull as the fetched variables.
+                base = len(results)
+                results.extend([None] * len(pending.variables))
+                reads.extend((base + k, v) for k, v in enumerate(pending.variables))
+            if reads:
+                self._read(reads, results, rs.fresh_steps)
+            if pending is not None:
+                var_values = {id(v): results[base + k]
+                              for k, v in enumerate(pending.variables)} if pending.variables \
+                    else {}
+                _graph.evaluate(pending, var_values, feeds, rs.memo)
+                rs.pending = None
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                results[i] = _owned(rs.memo[id(leaf)])
+        # Innermost first: a computed fetch found later is an input of one found earlier.
+        for i, leaf, inputs, start in reversed(computed):
+            results[i] = leaf._psrt_compute(
+                inputs.build(results[start:start + len(inputs.leaves)]), feeds)
+        return fetch.build(results[:len(leaves)])
+
+    def _feeds(self, feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
+        """``feed_dict`` keyed by name; a placeholder's value converted to its dtype and
+        checked against its shape, as TF's session does."""
+        if not feed_dict:
+            return {}
+        nodes = _graph.nodes_of(self._graph)
+        out = {}
+        for k, val in feed_dict.items():
+            if isinstance(k, Tensor):
+                if k.op.type == "Placeholder":
+                    val = _graph.convert_feed(k, val)
+                out[k.op.name] = val
+                continue
+            name = _graph.feed_name(k)
+            node = nodes.get(name)
+            if node is not None and node.type == "Placeholder":
+                val = _graph.convert_feed(node.outputs[0], val)
+            out[name] = val
+        return out
+
+    def _by_name(self, name: str) -> Any:
+        """The variable or tensor a fetch names (``"W"``, ``"W:0"``, ``"loss:0"``)."""
+        base, _, index = name.rpartition(":")
+        if not base or not index.isdigit():
+            base, index = name, "0"
+        v = self._graph.get_variable_by_name(base) if index == "0" else None
+        if v is not None:
+            return v
+        node = _graph.nodes_of(self._graph).get(base)
+        if node is not None and int(index) < len(node.outputs):
+            return node.outputs[int(index)]
+        raise ValueError(f"The name '{name}' refers to no variable in the graph")
+
+    def _pull_new(self, var_list: Sequence[Any]) -> list[np.ndarray]:
+        """The values of ``var_list`` pulled now into new arrays (one parallel round trip),
+        bypassing the session's cache of trained values."""
+        results: list[Any] = [None] * len(var_list)
+        self._read(list(enumerate(var_list)), results, {})
+        return results
+
+    def _read(self, reads: list[tuple[int, Any]], results: list[Any],
+              fresh_steps: dict[int, int]) -> None:
+        """Pulls every fetched variable and slot into new arrays, one batch per slot index.
+        A global step that a train op of this run incremented comes from its push reply."""
+        batches: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        scalars: list[int] = []
+        for i, leaf in reads:
+            if _is_int_scalar(leaf):
+                if id(leaf) in fresh_steps:
+                    results[i] = fresh_steps[id(leaf)]
+                    continue
+                scalars.append(i)
+            slot, target = (leaf.index + 1, leaf.primary) if isinstance(leaf, SlotVariable) \
+                else (0, leaf)
+            out = np.empty(target.shape, _wire(target))
+            parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
+                else [target]
+            hl, ol = batches.setdefault(slot, ([], []))
+            hl.extend(self._handle(p) for p in parts)
+            ol.extend(_part_views(target, out))
+            results[i] = out
+        for slot, (hl, ol) in batches.items():
+            self._client.pull(hl, ol, slot)
+        for i in scalars:
+            results[i] = int(results[i])
+        for i, leaf in reads:
+            # int32 variables are int64 on the ps: give them back as the user's int32.
+            if isinstance(results[i], np.ndarray) and results[i].dtype != leaf.dtype:
+                results[i] = results[i].astype(leaf.dtype)
+
+    # ---- ops ----------------------------------------------------------------------------
+
+    def _run_op(self, op: Operation, feeds: dict[str, Any], fresh_steps: dict[int, int],
+                rs: _RunState | None = None) -> Any:
+        if isinstance(op, TrainOp):
+            return self._train(op, feeds, fresh_steps, rs)
+        if op.type == "initialize":
+            self._register(op.variables, init=True)
+            self._invalidate(op.variables)
+            return None
+        if op.type in ("assign", "assign_add"):
+            (v,) = op.variables
+            value = np.array(np.broadcast_to(np.asarray(op.value, _wire(v)), v.shape), order="C")
+            h = self._handle(v)
+            if op.type == "assign":
+                self._client.assign([h], [value], 0)
+            else:
+                self._client.assign_add([h], [value])
+            self._invalidate([v])
+            return None
+        if op.type == "report_uninitialized":
+            names = [v.name for v, ok in zip(op.variables, self._initialized(op.variables))
+                     if not ok]
+            return np.array([n.encode() for n in names], dtype=object)
+        if op.type == "is_initialized":
+            return bool(self._initialized(op.variables)[0])
+        if op.type == "gather":
+            return self.pull_rows(op.variables[0], op.value)
+        if op.type == "noop":
+            return None
+        raise TypeError(f"psrt cannot run op {op!r}")
+
+    def _initialized(self, var_list: Sequence[Variable]) -> list[bool]:
+        if not var_list:
+            return []
+        return list(self._client.is_initialized([self._handle(v) for v in var_list]))
+
+    def _invalidate(self, var_list: Iterable[Variable]) -> None:
+        for v in var_list:
+            self._cache.pop(id(v), None)
+            if isinstance(v, PartitionedVariable):
+                for p in v._get_variable_list():
+                    self._cache.pop(id(p), None)
+            elif v._partition is not None:
+                self._cache.pop(id(v._partition[0]), None)
+
+    def _buffers(self, var_list: Sequence[Any], refill: bool) -> tuple[list[int],
+                                                                      list[np.ndarray]]:
+        """Handles of the parts of ``var_list`` and views of the cached value buffers that
+        receive them, for the variables not cached (allocating their buffers), or for every
+        variable (once each) when ``refill``."""
+        handles: list[int] = []
+        outs: list[np.ndarray] = []
+        seen: set[int] = set()
+        for v in var_list:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            buf = self._cache.get(id(v))
+            if buf is None:
+                buf = np.empty(v.shape, _wire(v))
+                view = buf.view()
+                view.setflags(write=False)
+                self._cache[id(v)] = buf
+                self._views[id(v)] = view
+            elif not refill:
+                continue
+            parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+            handles.extend(self._handle(p) for p in parts)
+            outs.extend(_part_views(v, buf))
+        return handles, outs
+
+    def _values_for(self, var_list: Sequence[Any]) -> list[np.ndarray]:
+        """The train op's inputs: values returned by the last push when this session holds
+        them (ps-lite's push-pull: as fresh as a separate pull at that moment), else pulled
+        now in one batch."""
+        missing_h, missing_o = self._buffers(var_list, refill=False)
+        if missing_h:
+            try:
+                self._client.pull(missing_h, missing_o, 0)
+            except Exception:
+                self._invalidate(var_list)
+                raise
+        return [self._views[id(v)] for v in var_list]
+
+    def _gradients(self, op: TrainOp, feeds: dict[str, Any],
+                   rs: _RunState | None = None) -> tuple[Any, list[Any]]:
+        """(loss, gradients aligned with ``op.var_list``): by autodiff of the op's loss
+        tensor, from its loss function called on the variables' values, or the op's given
+        gradients (fed ones looked up in ``feeds``) with loss None. Tensors fetched in the
+        same run (``rs.pending``) are computed here, on the values of this step, before its
+        push overwrites them."""
+        var_list = op.var_list
+        if op.loss is not None:
+            plan = _graph.plan_for([op.loss], feeds)
+            values = self._values_for(var_list)
+            var_values = {id(v): x for v, x in zip(var_list, values)}
+            pending = rs.pending if rs is not None else None
+            others = [v for v in plan.variables if id(v) not in var_values]
+            if pending is not None:
+                others += [v for v in pending.variables
+                           if id(v) not in var_values and v not in others]
+            if others:
+                var_values.update(zip(map(id, others), self._pull_new(others)))
+            memo = rs.memo if rs is not None else {}
+            loss, grads = _graph.value_and_gradients(plan, op.loss, var_list, var_values,
+                                                     feeds, memo)
+            if pending is not None:
+                _graph.evaluate(pending, var_values, feeds, memo)
+                rs.pending = None  # type: ignore[union-attr]
+            _own_all(memo)
+            return loss, grads
+        if op.loss_fn is None:
+            # Given gradients: no values of this step; fetched tensors are computed forward
+            # after it.
+            return None, [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
+                          for g, v in zip(op.grads, var_list)]
+        values = self._values_for(var_list)
+        if rs is not None and rs.pending is not None:
+            self._compute_pending(rs, var_list, values, feeds)
+        out = op.loss_fn(*values, **feeds)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError("the loss function must return (loss, grads); got "
+                            f"{type(out).__name__}")
+        loss, grads = out
+        grads = list(grads)
+        if len(grads) != len(var_list):
+            raise ValueError(f"the loss function returned {len(grads)} gradients for "
+                             f"{len(var_list)} variables {[v.name for v in var_list]}")
+        return loss, grads
+
+    def _compute_pending(self, rs: _RunState, var_list: Sequence[Any],
+                         values: Sequence[np.ndarray], feeds: dict[str, Any]) -> None:
+        """Computes the run's fetched tensors on the values of a training step (its
+        ``var_list`` values; other variables pulled now)."""
+        pending = rs.pending
+        assert pending is not None
+        var_values = {id(v): x for v, x in zip(var_list, values)}
+        others = [v for v in pending.variables if id(v) not in var_values]
+        if others:
+            var_values.update(zip(map(id, others), self._pull_new(others)))
+        _graph.evaluate(pending, var_values, feeds, rs.memo)
+        _own_all(rs.memo)
+        rs.pending = None
+
+    def _dense_parts(self, v: Any, g: Any) -> tuple[list[int], list[np.ndarray]]:
+        """The handles of ``v``'s parts and the gradient rows each receives (views of
+        ``g``)."""
+        if not isinstance(g, np.ndarray):
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient for variable '{v.name}' must be a numpy array of "
+                f"{v.dtype}{list(v.shape)}; got {type(g).__name__}")
+        parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
+        if len(parts) > 1 and (g.shape != v.shape or g.dtype != v.dtype
+                               or not g.flags.c_contiguous):
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient for variable '{v.name}' must be {v.dtype}"
+                f"{list(v.shape)} C-contiguous; got {g.dtype}{list(g.shape)}")
+        return [self._handle(p) for p in parts], (_part_views(v, g) if len(parts) > 1 else [g])
+
+    def _train(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int],
+               rs: _RunState | None = None) -> Any:
+        if op.sync is not None:
+            return self._train_sync(op, feeds, fresh_steps, rs)
+        var_list = op.var_list
+        loss, grads = self._gradients(op, feeds, rs)
+        lr = op.optimizer._learning_rate_value()
+        dense_h: list[int] = []
+        dense_g: list[np.ndarray] = []
+        dense_out: list[np.ndarray] = []
+        sparse: list[tuple[Any, IndexedSlices, np.ndarray]] = []
+        for v, g in zip(var_list, grads):
+            if g is None:
+                continue
+            if isinstance(g, IndexedSlices):
+                sparse.append((v, g, self._sparse_indices(v, g)))
+                continue
+            handles, pieces = self._dense_parts(v, g)
+            dense_h.extend(handles)
+            dense_g.extend(pieces)
+            cached = self._cache.get(id(v))
+            if cached is not None:
+                dense_out.extend(_part_views(v, cached))
+        gs = op.global_step
+        # The core steps integer global steps in the push itself; a float one (TF adds 1 to
+        # any global_step given to minimize) gets an assign_add of 1 after the push.
+        float_step = gs is not None and gs.dtype.kind == "f"
+        step_h = self._handle(gs) if gs is not None and not float_step else -1
+        use_return = (op.loss_fn is not None or op.loss is not None) and \
+            len(dense_out) == len(dense_h)
+        step = -1
+        try:
+            if dense_h or not sparse:
+                step = self._client.push(dense_h, dense_g, lr, step_h if not sparse else -1, 1,
+                                         dense_out if use_return and dense_h else None)
+            for k, (v, g, idx) in enumerate(sparse):
+                last = k == len(sparse) - 1
+                step = self._push_sparse(v, g, idx, lr, step_h if last else -1)
+            if float_step:
+                self._client.assign_add([self._handle(gs)], [np.ones((), _wire(gs))])
+                self._invalidate([gs])
+        except Exception:
+            self._invalidate(var_list)
+            raise
+        if not use_return:
+            self._invalidate(var_list)
+        for v, _, _ in sparse:
+            self._invalidate([v])
+        if gs is not None and step >= 0:
+            fresh_steps[id(gs)] = step
+            self._last_step[id(gs)] = step
+        return loss
+
+    def _sparse_indices(self, v: Any, g: IndexedSlices) -> np.ndarray:
+        """``g.indices`` as the int64 C-contiguous array the core takes, every index checked
+        here, before anything of the step is sent: a bad one fails the whole step rather
+        than leave the step's other updates applied."""
+        if isinstance(v, PartitionedVariable):
+            raise errors.UnimplementedError(
+                None, None, f"row-sparse gradients for partitioned variable '{v.name}' are not "
+                f"supported yet; push a dense gradient")
+        idx = np.asarray(g.indices)
+        if idx.dtype != np.int64:
+            if idx.dtype.kind not in "iu":
+                raise errors.InvalidArgumentError(
+                    None, None, f"indices for variable '{v.name}' must be integers; got "
+                    f"{idx.dtype}")
+            idx = idx.astype(np.int64)
+        rows = v.shape[0] if len(v.shape) else 0
+        bad = np.flatnonzero((idx < 0) | (idx >= rows)) if idx.ndim == 1 else []
+        if len(bad):
+            j = int(bad[0])
+            raise errors.InvalidArgumentError(
+                None, None, f"variable '{v.name}': index {int(idx[j])} at position {j} is out "
+                f"of range [0, {rows})")
+        values = g.values
+        want = (idx.shape[0],) + tuple(v.shape[1:]) if idx.ndim == 1 else None
+        if not isinstance(values, np.ndarray) or values.dtype != v.dtype or \
+                (want is not None and values.shape != want):
+            def shape(dims: Any) -> str:
+                return "[" + ",".join(str(d) for d in dims) + "]"
+            raise errors.InvalidArgumentError(
+                None, None, f"gradient rows for variable '{v.name}' must be {v.dtype}"
+                f"{shape(want) if want is not None else ''}; got "
+                f"{getattr(values, 'dtype', type(values).__name__)}{shape(np.shape(values))}")
+        return np.ascontiguousarray(idx)
+
+    def _push_sparse(self, v: Any, g: IndexedSlices, idx: np.ndarray, lr: float,
+                     step_h: int) -> int:
+        return self._client.push_sparse(self._handle(v), idx, g.values, lr, step_h, 1)
+
+    # ---- synchronous training (SyncReplicasOptimizer) --------------------------------------
+
+    def _train_sync(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int],
+                    rs: _RunState | None = None) -> Any:
+        """One run of a SyncReplicasOptimizer's train op: gradients at the session's step
+        ``tag``, pushed tagged with it together with the global step's tagged increment;
+        after this worker's last push of the step (the ``ceil(R / total_num_replicas)``-th)
+        the same round trip waits until the step is complete on every pushed variable and
+        the global step, and refills the cached values. The next ``tag`` is the lowest step
+        reached. Any error forgets the progress: the next run re-reads the global step."""
+        assert op.sync is not None and op.global_step is not None
+        replicas, total = op.sync
+        var_list = op.var_list
+        gs = op.global_step
+        try:
+            step_h = self._handle(gs)
+            state = self._sync_states.get(id(op))
+            if state is None or state.op is not op or any(
+                    id(v) not in self._cache for v in var_list):
+                # First run, or values invalidated (initialization, restore, an error):
+                # read every value and the global step, which is the step to compute at.
+                handles, outs = self._buffers(var_list, refill=True)
+                _, _, (_, value, _) = self._client.sync_step(
+                    [], [], [], [], [], None, 0, step_h, False,
+                    handles, outs, [0] * len(handles), 0, 0.0)
+                state = self._sync_states[id(op)] = _SyncState(op, value)
+            tag = state.tag
+            loss, grads = self._gradients(op, feeds, rs)
+            lr = op.optimizer._learning_rate_value()
+            push_h: list[int] = []
+            push_g: list[np.ndarray] = []
+            sparse_h: list[int] = []
+            sparse_i: list[np.ndarray] = []
+            sparse_r: list[Any] = []
+            pushed: set[int] = set()
+            for v, g in zip(var_list, grads):
+                if g is None:
+                    continue
+                if isinstance(g, IndexedSlices):
+                    sparse_i.append(self._sparse_indices(v, g))
+                    sparse_h.append(self._handle(v))
+                    sparse_r.append(g.values)
+                else:
+                    handles, pieces = self._dense_parts(v, g)
+                    push_h.extend(handles)
+                    push_g.extend(pieces)
+                pushed.add(id(v))
+            state.pushes += 1
+            last = state.pushes >= -(-replicas // total)  # ceil(R / total) pushes per step
+            wait_h: list[int] = []
+            outs: list[np.ndarray] = []
+            needs: list[int] = []
+            if last:
+                for v in var_list:
+                    handles, views = self._buffers([v], refill=True)
+                    wait_h.extend(handles)
+                    outs.extend(views)
+                    needs.extend([tag + 1 if id(v) in pushed else 0] * len(handles))
+            timeout = self._sync_timeout()
+            start = time.monotonic()
+            accepted, waits, gstep = self._client.sync_step(
+                push_h, push_g, sparse_h, sparse_i, sparse_r, lr, tag, step_h, True,
+                wait_h, outs, needs, tag + 1 if last else 0,
+                self._sync_wait_secs(start + timeout, wait_h + [step_h]) if last else 0.0)
+            stale = accepted.count(False)
+            if stale:
+                _logger.debug("step %d: %d of %d gradient(s) dropped as stale", tag, stale,
+                              len(accepted))
+            if last:
+                waits, gstep = self._sync_wait(tag, replicas, step_h, wait_h, outs, needs,
+                                               waits, gstep, start, timeout)
+                state.tag = min([gstep[1]] + [w[1] for w, n in zip(waits, needs) if n > 0])
+                state.pushes = 0
+        except BaseException:
+            self._sync_states.pop(id(op), None)
+            self._invalidate(var_list)
+            raise
+        fresh_steps[id(gs)] = gstep[1]
+        self._last_step[id(gs)] = gstep[1]
+        return loss
+
+    def _sync_timeout(self) -> float:
+        """Seconds a synchronous run waits for its step: the operation timeout when set,
+        else ``ConfigProto.sync_timeout_secs``."""
+        ms = self._config.operation_timeout_in_ms
+        return ms / 1000.0 if ms > 0 else self._config.sync_timeout_secs
+
+    def _sync_wait_secs(self, deadline: float, handles: list[int]) -> float:
+        """``wait_secs`` of a round trip waiting on ``handles``, so that it takes at most
+        _SYNC_WAIT_SECS, the time left, and half the operation timeout (which bounds each
+        round trip). A ps task answers one connection's requests in order, so k waits on
+        one task can take k times ``wait_secs``: it is divided by the largest k."""
+        secs = min(_SYNC_WAIT_SECS, max(0.0, deadline - time.monotonic()))
+        ms = self._config.operation_timeout_in_ms
+        if ms > 0:
+            secs = min(secs, ms / 2000.0)
+        per_shard = collections.Counter(self._shard_of[h] for h in handles)
+        return secs / max(per_shard.values(), default=1)
+
+    def _sync_wait(self, tag: int, replicas: int, step_h: int, handles: list[int],
+                   outs: list[np.ndarray], needs: list[int],
+                   waits: list[tuple[bool, int, int]], gstep: tuple[bool, int, int],
+                   start: float, timeout: float
+                   ) -> tuple[list[tuple[bool, int, int]], tuple[bool, int, int]]:
+        """Repeats the waits that were not ready (and the global step's) until all are;
+        returns the final (ready, step, count) of each wait and of the global step.
+
+        Raises:
+            DeadlineExceededError: not ready ``timeout`` seconds after ``start``.
+        """
+        waits = list(waits)
+        pending = [i for i, w in enumerate(waits) if not w[0]]
+        log_every = min(_SYNC_LOG_SECS, timeout / 3)
+        next_log = start + log_every
+        while pending or not gstep[0]:
+            now = time.monotonic()
+            if now >= next_log or now >= start + timeout:
+                name, shard, missing = self._sync_laggard(
+                    replicas, [(handles[i], waits[i]) for i in pending] +
+                    ([] if gstep[0] else [(step_h, gstep)]))
+                lag = (f"step {tag}: waiting for {missing} more gradient(s) from {replicas} "
+                       f"replicas for variable '{name}' on {shard}")
+                if now >= start + timeout:
+                    setting = (f"operation_timeout_in_ms={self._config.operation_timeout_in_ms}"
+                               if self._config.operation_timeout_in_ms > 0 else
+                               f"sync_timeout_secs={self._config.sync_timeout_secs:g}")
+                    if gstep[0] and gstep[1] > tag:
+                        # The step completed for the global step, not for this variable: the
+                        # other replicas pushed no gradient for it.
+                        hint = (f"The global step already advanced to {gstep[1]}: the other "
+                                f"replicas' runs of step {tag} pushed no gradient for "
+                                f"'{name}' (a None gradient on some replicas but not on "
+                                f"others?)")
+                    else:
+                        hint = f"Are {replicas} replicas running this train op?"
+                    raise errors.DeadlineExceededError(
+                        None, None, f"{lag}; gave up after {now - start:.3g} s (ConfigProto "
+                        f"{setting}). {hint}")
+                _logger.warning("%s (%.0f s so far)", lag, now - start)
+                next_log = now + log_every
+            again_h = [handles[i] for i in pending]
+            _, again, step_again = self._client.sync_step(
+                [], [], [], [], [], None, tag, step_h if not gstep[0] else -1, False,
+                again_h, [outs[i] for i in pending], [needs[i] for i in pending], tag + 1,
+                self._sync_wait_secs(start + timeout,
+                                     again_h if gstep[0] else again_h + [step_h]))
+            for i, w in zip(pending, again):
+                waits[i] = w
+            if not gstep[0]:
+                gstep = step_again
+            pending = [i for i in pending if not waits[i][0]]
+        return waits, gstep
+
+    def _sync_laggard(self, replicas: int, not_ready: list[tuple[int, tuple[bool, int, int]]]
+                      ) -> tuple[str, str, int]:
+        """(variable name, ps task, gradients still missing) of the first not-ready wait."""
+        handle, (_, _, count) = not_ready[0]
+        return (self._vars_by_handle[handle].name, self._shard_names[self._shard_of[handle]],
+                replicas - count)
+
+
+class _RunState:
+    """One run's state: its feeds, the fetched tensors not computed yet (a Plan), every
+    tensor value computed (id(Tensor) -> value) and the global steps from push replies."""
+
+    __slots__ = ("feeds", "pending", "memo", "fresh_steps")
+
+    def __init__(self, feeds: dict[str, Any]) -> None:
+        self.feeds = feeds
+        self.pending: _graph.Plan | None = None
+        self.memo: dict[int, Any] = {}
+        self.fresh_steps: dict[int, int] = {}
+
+
+def _owned(value: Any) -> Any:
+    """A fetched tensor's value, copied when it is a read-only view (of a variable value
+    the session caches and a later push overwrites)."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        return value.copy()
+    return value
+
+
+def _own_all(memo: dict[int, Any]) -> None:
+    """Copies the read-only views among ``memo``'s values (of cached variable values,
+    which the step's push is about to overwrite)."""
+    for key, value in memo.items():
+        if isinstance(value, np.ndarray) and not value.flags.writeable:
+            memo[key] = value.copy()
+
+
+class _SyncState:
+    """A synchronous train op's progress in one session: ``tag`` is the step its gradients
+    are computed at (TF's ``sync_rep_local_step``), ``pushes`` how many it pushed at it."""
+
+    __slots__ = ("op", "pushes", "tag")
+
+    def __init__(self, op: TrainOp, tag: int) -> None:
+        self.op = op
+        self.tag = tag
+        self.pushes = 0
+
+
+def _expand_computed(leaves: list[Any], feeds: dict[str, Any]
+                     ) -> tuple[list[Any], list[tuple[int, Any, _Fetch, int]]]:
+    """The run's leaves with the inputs of its computed fetches appended, and those fetches
+    as (leaf index, fetch, _Fetch of its inputs, index of its first input).
+
+    A computed fetch (a ``psrt.summary`` op) has ``_psrt_fetch_inputs(feeds, fetched)``,
+    returning a fetch structure of what its value needs (``fetched``: the run's leaves), and
+    ``_psrt_compute(values, feeds)``, computing its value from theirs. Its inputs are fetched
+    in the same run as every other leaf (variables in the same pull, each op once: a summary
+    of a train op's loss sees that run's step); its own leaf becomes None until computed."""
+    if not any(hasattr(type(leaf), "_psrt_compute") for leaf in leaves):
+        return leaves, []
+    out = list(leaves)
+    computed: list[tuple[int, Any, _Fetch, int]] = []
+    i = 0
+    while i < len(out):
+        leaf = out[i]
+        if hasattr(type(leaf), "_psrt_compute"):
+            inputs = _Fetch(leaf._psrt_fetch_inputs(feeds, leaves))
+            computed.append((i, leaf, inputs, len(out)))
+            out[i] = None
+            out.extend(inputs.leaves)
+        i += 1
+    return out, computed
+
+
+def _is_int_scalar(v: Any) -> bool:
+    """True for integer scalar variables (the global step): fetched as a Python int."""
+    return isinstance(v, Variable) and v.dtype.kind == "i" and v.shape == ()
+
+
+def _wire(v: Any) -> np.dtype:
+    """The dtype of ``v``'s values on the ps (int64 for an int32 variable)."""
+    return getattr(v, "_wire_dtype", v.dtype)
+
+
+def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
+    """Row ranges of ``arr`` for each part of ``v`` (one view for a plain variable); axis-0
+    slices of a C-contiguous array are C-contiguous, so no copy is made."""
+    if isinstance(v, PartitionedVariable):
+        off = v.offsets
+        return [arr[off[k]:off[k + 1]] for k in range(len(off) - 1)]
+    return [arr]
+
+
+def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:
+    """The ``feed_dict`` value of a gradient given by feed name (``"g"`` or ``"g:0"``), as
+    TF's placeholder: a missing feed is InvalidArgumentError naming it and the variable."""
+    key = name[:-2] if name.endswith(":0") else name
+    if key not in feeds:
+        raise errors.InvalidArgumentError(
+            None, None, f"You must feed a value for '{key}', the gradient of variable "
+                        f"'{var.name}' ({np.dtype(var.dtype).name}{list(var.shape)})")
+    return feeds[key]
+
+
+def _feeds_by_name(feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
+    if not feed_dict:
+        return {}
+    out = {}
+    for k, val in feed_dict.items():
+        if isinstance(k, str):
+            name = k
+        elif hasattr(k, "name"):
+            name = k.name
+        else:
+            raise TypeError(f"feed_dict key {k!r} must be a name (str) or have a .name")
+        out[name[:-2] if name.endswith(":0") else name] = val
+    return out

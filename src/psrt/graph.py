@@ -1,0 +1,650 @@
+"""Placeholders and derived tensors: the graph a TF1 script builds, over forward numpy code.
+
+psrt has no dataflow engine. A script declares its inputs with :func:`placeholder` and its
+model as forward numpy functions wrapped as graph nodes with :func:`py_func` (TF1's
+``tf.py_func(func, inp, Tout)``) or the :func:`function` decorator; the result is a
+:class:`Tensor`, fetchable with ``Session.run`` and differentiable by ``minimize``::
+
+    import autograd.numpy as np        # numpy, traced for gradients
+
+    x = psrt.placeholder(np.float32, [None, 784], name="x")
+    y_ = psrt.placeholder(np.float32, [None, 10], name="y_")
+    W = psrt.Variable(np.zeros([784, 10], np.float32), name="W")
+    b = psrt.Variable(np.zeros([10], np.float32), name="b")
+
+    @psrt.function
+    def cross_entropy(W, b, x, y_):
+        logits = x @ W + b
+        logits = logits - np.max(logits, axis=1, keepdims=True)
+        return -np.mean(np.sum(y_ * (logits - np.log(np.sum(np.exp(logits), 1,
+                                                          keepdims=True))), 1))
+
+    loss = cross_entropy(W, b, x, y_)                  # a psrt.Tensor
+    train_op = psrt.train.GradientDescentOptimizer(0.5).minimize(loss)
+    sess.run([train_op, loss], feed_dict={x: images, y_: labels})
+    sess.run(loss, feed_dict={x: test_images, y_: test_labels})   # forward only
+
+A node's inputs are tensors, placeholders, variables (their values, pulled from their ps
+tasks) and constants. What a fetch of a tensor runs is the executor's business
+(``psrt/executor.py``): forward only (pull the variables the tensor reads, compute, no
+push), or, with a train op in the same run, on the values of that training step.
+
+Gradients come from `autograd <https://github.com/HIPS/autograd>`_ (HIPS): it
+differentiates plain numpy code (``import autograd.numpy as np``: the numpy API, traced),
+it is pure Python with numpy as its only dependency (~50 kB), and it is maintained. JAX
+would also need its ``jaxlib`` (~80 MB, XLA) and turns numpy code into jax.numpy code with
+immutable arrays; PyTorch is heavier still and not numpy. A function that autograd cannot
+trace, or that is faster with a hand-written gradient (a fused op, as TF's
+``softmax_cross_entropy_with_logits``), gets one with :func:`custom_gradient` (TF's
+``tf.custom_gradient``).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from psrt import errors
+from psrt import variables as _variables
+from psrt.variables import Graph, PartitionedVariable, Variable
+
+# TF's names of the dtypes, as its error messages print them ("with dtype float").
+_TF_DTYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def _as_np_dtype(dtype: Any) -> np.dtype | None:
+    """A numpy dtype from a numpy dtype, a type, a name, or a TF-style DType (anything
+    with ``as_numpy_dtype``); None stays None (unknown)."""
+    if dtype is None:
+        return None
+    dtype = getattr(dtype, "as_numpy_dtype", dtype)
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{dtype!r} is not a dtype (e.g. numpy.float32)") from None
+
+
+def _shape_str(shape: tuple[int | None, ...] | None) -> str:
+    """TF's error-message form of a shape: ``[?,784]``; unknown rank: ``<unknown>``."""
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _shape_tuple_str(shape: tuple[int | None, ...] | None) -> str:
+    """TF's ``str(TensorShape)``: ``(?, 784)``; unknown rank: ``<unknown>``."""
+    if shape is None:
+        return "<unknown>"
+    if len(shape) == 1:
+        return "(?,)" if shape[0] is None else f"({shape[0]},)"
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
+class Node:
+    """An op of the graph: a placeholder or a Python function (``py_func``).
+
+    Attributes:
+        name: The op's name (str), unique in its graph.
+        type: ``"Placeholder"`` or ``"PyFunc"``.
+        inputs: The function's arguments: :class:`Tensor`, Variable, PartitionedVariable
+            or constants, in order.
+        func: The Python function (None for a placeholder).
+        outputs: The :class:`Tensor` outputs, in order.
+    """
+
+    __slots__ = ("name", "type", "inputs", "func", "outputs", "graph", "_single",
+                 "_dtypes", "__weakref__")
+
+    def __init__(self, type: str, name: str, graph: Graph, inputs: Sequence[Any] = (),
+                 func: Callable[..., Any] | None = None) -> None:
+        self.type = type
+        self.name = name
+        self.graph = graph
+        self.inputs = list(inputs)
+        self.func = func
+        self.outputs: list[Tensor] = []
+        self._single = True
+        self._dtypes: list[np.dtype | None] = []
+        nodes_of(graph)[name] = self
+
+    def __repr__(self) -> str:
+        return f"<psrt op '{self.name}' type={self.type}>"
+
+
+class Tensor:
+    """A value computed in a run, as ``tf.Tensor``: a placeholder's feed or the output of a
+    Python function of other tensors, variables and constants.
+
+    ``Session.run(tensor, feed_dict)`` returns its value (a numpy array or scalar). Tensors
+    combine with ``+ - * / @ **``, unary ``-`` and indexing into new tensors, so
+    ``psrt.placeholder(...) @ W + b`` reads as in TF (those ops are differentiable).
+
+    Attributes:
+        op: The :class:`Node` computing it.
+        value_index: Its position among the op's outputs.
+        dtype: numpy dtype, or None (not declared).
+        shape: tuple of int or None per dimension, or None (unknown rank).
+    """
+
+    __slots__ = ("op", "value_index", "dtype", "shape", "_plans", "__weakref__")
+
+    # numpy defers its binary operators to ours (ndarray + Tensor -> Tensor.__radd__).
+    __array_ufunc__ = None
+
+    def __init__(self, op: Node, value_index: int, dtype: np.dtype | None,
+                 shape: tuple[int | None, ...] | None) -> None:
+        self.op = op
+        self.value_index = value_index
+        self.dtype = dtype
+        self.shape = shape
+        self._plans: dict[Any, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """``"<op name>:<index>"``, as TF's tensor names (e.g. ``"x:0"``)."""
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> Graph:
+        """The :class:`psrt.Graph` it belongs to."""
+        return self.op.graph
+
+    def get_shape(self) -> tuple[int | None, ...] | None:
+        """The declared shape (None entries: any size; None: unknown rank)."""
+        return self.shape
+
+    def eval(self, feed_dict: dict[Any, Any] | None = None, session: Any = None) -> Any:
+        """``session.run(self, feed_dict)``, as ``tf.Tensor.eval``.
+
+        Raises:
+            ValueError: no ``session`` (psrt has no default session).
+        """
+        if session is None:
+            raise ValueError("psrt has no default session: pass session=")
+        return session.run(self, feed_dict=feed_dict)
+
+    # ---- operators: differentiable numpy ops as new tensors ------------------------------
+
+    def _binary(self, other: Any, fn: Callable[[Any, Any], Any], sym: str,
+                reverse: bool = False) -> "Tensor":
+        args = [other, self] if reverse else [self, other]
+        return py_func(fn, args, None, name=_op_name(sym))
+
+    def __add__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.add, "add")
+
+    def __radd__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.add, "add", reverse=True)
+
+    def __sub__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.sub, "sub")
+
+    def __rsub__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.sub, "sub", reverse=True)
+
+    def __mul__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.mul, "mul")
+
+    def __rmul__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.mul, "mul", reverse=True)
+
+    def __truediv__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.truediv, "truediv")
+
+    def __rtruediv__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.truediv, "truediv", reverse=True)
+
+    def __matmul__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.matmul, "MatMul")
+
+    def __rmatmul__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.matmul, "MatMul", reverse=True)
+
+    def __pow__(self, other: Any) -> "Tensor":
+        return self._binary(other, _ops.pow, "pow")
+
+    def __neg__(self) -> "Tensor":
+        return py_func(_ops.neg, [self], None, name=_op_name("Neg"))
+
+    def __getitem__(self, key: Any) -> "Tensor":
+        return py_func(lambda v: v[key], [self], None, name=_op_name("strided_slice"))
+
+    def __iter__(self) -> Any:
+        raise TypeError("'Tensor' object is not iterable (its value exists only in a run)")
+
+    def __bool__(self) -> bool:
+        raise TypeError("Using a psrt.Tensor as a Python bool is not allowed (its value "
+                        "exists only in a run): fetch it with Session.run")
+
+    def __repr__(self) -> str:
+        dtype = self.dtype.name if self.dtype is not None else "?"
+        return f"<psrt.Tensor '{self.name}' shape={_shape_tuple_str(self.shape)} dtype={dtype}>"
+
+
+_ops = operator
+
+
+def _graph() -> Graph:
+    return _variables.get_default_graph()
+
+
+def _op_name(base: str) -> str:
+    return _graph().unique_name(base)
+
+
+def _name_for(name: str | None, default: str) -> str:
+    base = name or default
+    if base.endswith(":0"):
+        base = base[:-2]
+    return _graph().unique_name(base)
+
+
+# Every op by graph and name, for feed_dict keys and fetches given by name.
+_nodes_lock = threading.Lock()
+
+
+def nodes_of(graph: Graph) -> dict[str, Node]:
+    """The ops of ``graph`` by name (placeholders and py_funcs)."""
+    table = getattr(graph, "_psrt_nodes", None)
+    if table is None:
+        with _nodes_lock:
+            table = getattr(graph, "_psrt_nodes", None)
+            if table is None:
+                table = {}
+                graph._psrt_nodes = table  # type: ignore[attr-defined]
+    return table
+
+
+def placeholder(dtype: Any, shape: Sequence[int | None] | None = None,
+                name: str | None = None) -> Tensor:
+    """A tensor whose value is fed at each run, as ``tf.placeholder``.
+
+    A run that needs it (it is fetched, or a fetched tensor or train op reads it) must feed
+    it: ``feed_dict`` keys may be the placeholder itself, its name (``"x"``) or its tensor
+    name (``"x:0"``). The fed value is converted to ``dtype`` and checked against ``shape``.
+
+    Args:
+        dtype: The element type (numpy dtype or type, e.g. ``numpy.float32``).
+        shape: The shape; None entries take any size (``[None, 784]``); None: any shape.
+        name: The op name; default ``"Placeholder"`` (made unique, TF's ``_1`` rule).
+
+    Returns:
+        A :class:`Tensor`.
+
+    Raises:
+        TypeError: ``dtype`` is not a dtype.
+    """
+    dt = _as_np_dtype(dtype)
+    shp = None if shape is None else tuple(None if d is None or d == -1 else int(d)
+                                           for d in shape)
+    graph = _graph()
+    node = Node("Placeholder", _name_for(name, "Placeholder"), graph)
+    t = Tensor(node, 0, dt, shp)
+    node.outputs.append(t)
+    node._dtypes = [dt]
+    return t
+
+
+def placeholder_with_default(input: Any, shape: Sequence[int | None] | None,
+                             name: str | None = None) -> Tensor:
+    """A placeholder that takes ``input``'s value when not fed, as
+    ``tf.placeholder_with_default``."""
+    value = np.asarray(input)
+    t = placeholder(value.dtype, shape, name or "PlaceholderWithDefault")
+    t.op.inputs = [value]
+    return t
+
+
+def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any = None,
+            stateful: bool = True, name: str | None = None) -> Any:
+    """Wraps a Python function of numpy arrays as a graph op, as ``tf.py_func``.
+
+    ``func(*values)`` is called with the values of ``inp`` in a run that needs its output
+    (numpy arrays: placeholders' feeds, variables' values, other tensors' values; constants
+    as given), at most once per run. For ``minimize`` to differentiate through it, write it
+    with ``autograd.numpy`` (numpy's API; plain ``numpy`` calls on traced values fail) or
+    give it a gradient with :func:`custom_gradient`.
+
+    Args:
+        func: A Python function returning an array (or scalar), or a list/tuple of them when
+            ``Tout`` is a list.
+        inp: Its arguments: :class:`Tensor` objects (placeholders, other ops' outputs),
+            Variables, PartitionedVariables, or constants.
+        Tout: The output dtype, or a list of dtypes (one per output); an output of another
+            dtype is converted. None: one output, not converted.
+        stateful: Accepted for TF compatibility (psrt computes each op once per run either
+            way).
+        name: The op name; default ``"PyFunc"``.
+
+    Returns:
+        A :class:`Tensor`, or a list of them when ``Tout`` is a list or tuple.
+
+    Raises:
+        TypeError: ``func`` is not callable.
+    """
+    if not callable(func):
+        raise TypeError(f"py_func: func must be callable; got {func!r}")
+    single = not isinstance(Tout, (list, tuple))
+    dtypes = [_as_np_dtype(Tout)] if single else [_as_np_dtype(d) for d in Tout]
+    graph = _graph()
+    inputs = list(inp)
+    for x in inputs:
+        if isinstance(x, Tensor) and x.op.graph is not graph:
+            raise ValueError(f"py_func: input {x.name} is from another graph")
+    node = Node("PyFunc", _name_for(name, "PyFunc"), graph, inputs, func)
+    node._single = single
+    node._dtypes = dtypes
+    for i, dt in enumerate(dtypes):
+        node.outputs.append(Tensor(node, i, dt, None))
+    return node.outputs[0] if single else list(node.outputs)
+
+
+numpy_function = py_func
+
+
+def function(func: Callable[..., Any] | None = None, *, Tout: Any = None,
+             name: str | None = None) -> Any:
+    """Decorator: calling the function with a :class:`Tensor` or Variable among its
+    arguments returns a :class:`Tensor` (``py_func(func, args, Tout)``); called with plain
+    arrays only it just computes. As TF 1.15's ``tf.function`` in graph mode builds a call op.
+
+    Usable bare (``@psrt.function``) or with options (``@psrt.function(Tout=np.float32)``).
+    Keyword arguments are passed through as constants.
+    """
+    def wrap(fn: Callable[..., Any]) -> Any:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not any(_is_graph_value(a) for a in args):
+                return fn(*args, **kwargs)
+            target = functools.partial(fn, **kwargs) if kwargs else fn
+            return py_func(target, args, Tout, name=name or fn.__name__)
+        call.python_function = fn  # type: ignore[attr-defined]
+        return call
+    return wrap(func) if func is not None else wrap
+
+
+def _is_graph_value(x: Any) -> bool:
+    return isinstance(x, (Tensor, Variable, PartitionedVariable))
+
+
+# ---- custom gradients ------------------------------------------------------------------------
+
+class _Pending(threading.local):
+    grad_fn: Any = None
+
+
+_pending = _Pending()
+
+
+def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator giving a numpy function its own gradient, as ``tf.custom_gradient``.
+
+    ``f(*arrays)`` returns ``(y, grad_fn)``; ``grad_fn(dy)`` returns the gradient of each
+    input (a tuple, one per input; None for an input without one). The decorated function
+    returns ``y`` and is an autograd primitive: inside a tensor's function it is
+    differentiated with ``grad_fn`` instead of tracing ``f``. Use it for code autograd
+    cannot trace, or a fused op whose gradient is cheaper by hand::
+
+        @psrt.custom_gradient
+        def softmax_cross_entropy(logits, labels):
+            ...
+            def grad(dy):
+                return dy * (softmax - labels) / n, None
+            return loss, grad
+    """
+    from autograd.extend import defvjp_argnums, primitive  # noqa: PLC0415
+
+    @primitive
+    def forward(*args: Any) -> Any:
+        y, grad_fn = f(*args)
+        # autograd builds the op's node (asking for its VJP) right after this call in the
+        # same thread: the gradient function waits here until then.
+        _pending.grad_fn = grad_fn
+        return y
+
+    def vjp_maker(argnums: Sequence[int], ans: Any, args: Any, kwargs: Any) -> Any:
+        grad_fn, _pending.grad_fn = _pending.grad_fn, None
+
+        def vjp(g: Any) -> tuple[Any, ...]:
+            grads = grad_fn(g)
+            if not isinstance(grads, (tuple, list)):
+                grads = (grads,)
+            return tuple(_zero_if_none(grads[i] if i < len(grads) else None, args[i])
+                         for i in argnums)
+        return vjp
+
+    defvjp_argnums(forward, vjp_maker)
+
+    @functools.wraps(f)
+    def call(*args: Any) -> Any:
+        if any(_is_graph_value(a) for a in args):
+            return py_func(call, args, None, name=getattr(f, "__name__", None))
+        return forward(*args)
+    return call
+
+
+def _zero_if_none(g: Any, x: Any) -> Any:
+    return np.zeros_like(x) if g is None else g
+
+
+# ---- evaluation ------------------------------------------------------------------------------
+
+class Plan:
+    """What computing some tensors needs: the ops in dependency order, the variables they
+    read, the placeholders that must be fed. Built once per set of tensors and cached; a
+    run feeding a computed tensor gets a plan that stops there (TF prunes what a fed
+    tensor depends on)."""
+
+    __slots__ = ("nodes", "variables", "placeholders", "derived_names")
+
+    def __init__(self, targets: Iterable[Tensor], fed: Any = ()) -> None:
+        self.nodes: list[Node] = []
+        self.variables: list[Any] = []
+        self.placeholders: list[Tensor] = []
+        seen: set[int] = set()
+        seen_vars: set[int] = set()
+        stack: list[tuple[Node, bool]] = [(t.op, False) for t in reversed(list(targets))]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                self.nodes.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.type == "Placeholder" or node.name in fed:
+                if node.type == "Placeholder":
+                    self.placeholders.append(node.outputs[0])
+                self.nodes.append(node)
+                continue
+            stack.append((node, True))
+            for x in reversed(node.inputs):
+                if isinstance(x, Tensor):
+                    if id(x.op) not in seen:
+                        stack.append((x.op, False))
+                elif isinstance(x, (Variable, PartitionedVariable)) and id(x) not in seen_vars:
+                    seen_vars.add(id(x))
+                    self.variables.append(x)
+        self.derived_names = frozenset(n.name for n in self.nodes if n.type == "PyFunc")
+
+
+def plan_for(targets: Sequence[Tensor], feeds: dict[str, Any]) -> Plan:
+    """The :class:`Plan` of ``targets`` in a run with ``feeds``, checked: every placeholder
+    it needs is fed (or has a default), else TF's InvalidArgumentError, raised before
+    anything of the run executes. Cached on the first target."""
+    key = tuple(id(t) for t in targets)
+    plan = targets[0]._plans.get(key)
+    if plan is None:
+        plan = targets[0]._plans[key] = Plan(targets)
+    if feeds and not plan.derived_names.isdisjoint(feeds):
+        plan = Plan(targets, plan.derived_names.intersection(feeds))
+    for p in plan.placeholders:
+        if p.op.name not in feeds and not p.op.inputs:
+            raise missing_feed(p)
+    return plan
+
+
+def missing_feed(p: Tensor) -> errors.InvalidArgumentError:
+    """TF's error for an unfed placeholder (``tensorflow/core/kernels/placeholder_op.cc``)."""
+    dt = p.dtype
+    dname = _TF_DTYPE_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
+    shape = "" if p.shape is None else f" and shape {_shape_str(p.shape)}"
+    return errors.InvalidArgumentError(
+        None, None, f"You must feed a value for placeholder tensor '{p.op.name}' with dtype "
+        f"{dname}{shape}")
+
+
+def convert_feed(p: Tensor, value: Any) -> Any:
+    """A placeholder's fed value as TF's session converts it: to its dtype, its shape
+    checked (ValueError "Cannot feed value of shape ...", as tensorflow/python/client/
+    session.py)."""
+    if p.dtype is not None:
+        arr = value if isinstance(value, np.ndarray) and value.dtype == p.dtype else \
+            np.asarray(value, dtype=p.dtype)
+    else:
+        arr = np.asarray(value)
+    if p.shape is not None:
+        ok = arr.ndim == len(p.shape) and all(d is None or d == n
+                                               for d, n in zip(p.shape, arr.shape))
+        if not ok:
+            raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
+                             f"'{p.name}', which has shape '{_shape_tuple_str(p.shape)}'")
+    return arr
+
+
+def feed_name(key: Any, graph: Graph | None = None) -> str:
+    """The name a ``feed_dict`` key stands for: a Tensor's op name, a name without ``:0``,
+    or the ``name`` of another object."""
+    if isinstance(key, Tensor):
+        return key.op.name
+    if isinstance(key, str):
+        name = key
+    elif hasattr(key, "name"):
+        name = key.name
+    else:
+        raise TypeError(f"feed_dict key {key!r} must be a placeholder, a name (str) or have "
+                        f"a .name")
+    return name[:-2] if name.endswith(":0") else name
+
+
+def evaluate(plan: Plan, var_values: dict[int, Any], feeds: dict[str, Any],
+             memo: dict[int, Any]) -> None:
+    """Computes every op of ``plan`` not in ``memo`` (keyed by id of Tensor), in order.
+    ``var_values`` maps id(variable) to its value in this run; fed tensors take their
+    feed."""
+    for node in plan.nodes:
+        outs = node.outputs
+        if id(outs[0]) in memo:
+            continue
+        if node.type == "Placeholder":
+            if node.name in feeds:
+                memo[id(outs[0])] = feeds[node.name]
+            elif node.inputs:
+                memo[id(outs[0])] = node.inputs[0]
+            else:
+                raise missing_feed(outs[0])
+            continue
+        if node.name in feeds:
+            fed = feeds[node.name]
+            if node._single:
+                memo[id(outs[0])] = np.asarray(fed) if node._dtypes[0] is None else \
+                    np.asarray(fed, node._dtypes[0])
+                continue
+        args = []
+        for x in node.inputs:
+            if isinstance(x, Tensor):
+                args.append(memo[id(x)])
+            elif isinstance(x, (Variable, PartitionedVariable)):
+                args.append(var_values[id(x)])
+            else:
+                args.append(x)
+        try:
+            result = node.func(*args)
+        except TypeError as e:
+            if "ArrayBox" in str(e):
+                raise TypeError(
+                    f"op '{node.name}' ({getattr(node.func, '__name__', 'py_func')}) cannot "
+                    f"be differentiated by autograd: compute with autograd.numpy ('import "
+                    f"autograd.numpy as np'), without float()/int() or in-place writes on "
+                    f"values that depend on the variables, or give the function a "
+                    f"psrt.custom_gradient ({e})") from e
+            raise
+        if node._single:
+            memo[id(outs[0])] = _convert_output(node, 0, result)
+        else:
+            if not isinstance(result, (list, tuple)) or len(result) != len(outs):
+                raise errors.InvalidArgumentError(
+                    None, None, f"op '{node.name}' returned {_count(result)} values, but "
+                    f"expects to see {len(outs)} values")
+            for i, (t, r) in enumerate(zip(outs, result)):
+                memo[id(t)] = _convert_output(node, i, r)
+
+
+def _count(result: Any) -> int:
+    return len(result) if isinstance(result, (list, tuple)) else 1
+
+
+def _convert_output(node: Node, i: int, value: Any) -> Any:
+    dt = node._dtypes[i]
+    if dt is None:
+        return value
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == dt else value.astype(dt)
+    if isinstance(value, (np.generic, int, float, bool, list, tuple)):
+        return np.asarray(value, dt)
+    # A traced value (autograd's box): cast only if needed, keeping the trace.
+    inner = getattr(value, "_value", None)
+    if inner is not None and getattr(inner, "dtype", dt) != dt:
+        return value.astype(dt)
+    return value
+
+
+def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
+                        var_values: dict[int, Any], feeds: dict[str, Any],
+                        memo: dict[int, Any]) -> tuple[Any, list[Any]]:
+    """``loss``'s value and its gradient for each of ``diff_vars`` (arrays of each
+    variable's dtype; zeros for a variable the loss reads but does not depend on), by
+    reverse-mode autodiff (autograd) of the plan's functions. Every tensor computed on the
+    way is left in ``memo``, unboxed, for other fetches of the run. A non-scalar loss is
+    summed, as ``tf.gradients``."""
+    from autograd.core import VJPNode, add_outgrads, getval, toposort  # noqa: PLC0415
+    from autograd.tracer import isbox, new_box, trace_stack  # noqa: PLC0415
+
+    traced: dict[int, Any] = {}
+    with trace_stack.new_trace() as trace:
+        roots = [VJPNode.new_root() for _ in diff_vars]
+        values = dict(var_values)
+        for v, root in zip(diff_vars, roots):
+            values[id(v)] = new_box(var_values[id(v)], trace, root)
+        evaluate(plan, values, feeds, traced)
+        end = traced[id(loss)]
+    for key, val in traced.items():
+        memo.setdefault(key, getval(val))
+    value = getval(end)
+    grads: list[Any] = [None] * len(diff_vars)
+    if isbox(end) and end._trace == trace:
+        outgrads: dict[Any, Any] = {end._node: (np.ones_like(value), False)}
+        root_index = {id(r): i for i, r in enumerate(roots)}
+        for node in toposort(end._node):
+            og = outgrads.pop(node)
+            if not node.parents:
+                i = root_index.get(id(node))
+                if i is not None:
+                    grads[i] = og[0]
+                continue
+            for parent, g in zip(node.parents, node.vjp(og[0])):
+                outgrads[parent] = add_outgrads(outgrads.get(parent), g)
+    out = []
+    for v, g in zip(diff_vars, grads):
+        if g is None:
+            out.append(np.zeros(v.shape, v.dtype))
+        else:
+            g = np.asarray(g)
+            # np.require keeps a 0-d gradient 0-d (np.ascontiguousarray makes it 1-d).
+            out.append(g if g.dtype == v.dtype and g.flags.c_contiguous
+                       else np.require(g, v.dtype, "C"))
+    return value, out
