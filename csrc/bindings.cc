@@ -247,6 +247,49 @@ void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::
   Check(WithoutGil([&] { return ApplySparse(a, v, sp, num_rows, width, idx, k, r); }));
 }
 
+// An initializer run on the ps: {"kind": "zeros" | "ones" | "constant" | "random_uniform" |
+// "random_normal" | "truncated_normal" | "variance_scaling", "a", "b", "fan_mode", "distribution",
+// "seed", "offset", "full_shape"} (wire.h InitSpec; a and b as the kind defines them).
+InitSpec ParseInitSpec(const std::string& var, const py::dict& d) {
+  static const std::pair<const char*, InitKind> kKinds[] = {
+      {"zeros", InitKind::kZeros}, {"ones", InitKind::kOnes}, {"constant", InitKind::kConstant},
+      {"random_uniform", InitKind::kRandomUniform}, {"random_normal", InitKind::kRandomNormal},
+      {"truncated_normal", InitKind::kTruncatedNormal},
+      {"variance_scaling", InitKind::kVarianceScaling}};
+  InitSpec spec;
+  const std::string kind = d.contains("kind") ? d["kind"].cast<std::string>() : "";
+  bool found = false;
+  for (const auto& k : kKinds)
+    if (kind == k.first) {
+      spec.kind = k.second;
+      found = true;
+    }
+  if (!found)
+    Raise(InvalidArgument("variable '" + var + "': initializer kind '" + kind +
+                          "' not supported; expected zeros, ones, constant, random_uniform, "
+                          "random_normal, truncated_normal or variance_scaling"));
+  auto num = [&](const char* k, double dflt) {
+    return d.contains(k) ? d[k].cast<double>() : dflt;
+  };
+  spec.a = num("a", 0.0);
+  spec.b = num("b", 0.0);
+  static const char* kModes[] = {"fan_in", "fan_out", "fan_avg"};
+  static const char* kDists[] = {"truncated_normal", "untruncated_normal", "uniform"};
+  auto pick = [&](const char* k, const char* const* names, const char* dflt) -> uint8_t {
+    const std::string v = d.contains(k) ? d[k].cast<std::string>() : dflt;
+    for (uint8_t i = 0; i < 3; ++i)
+      if (v == names[i]) return i;
+    Raise(InvalidArgument("variable '" + var + "': " + k + " '" + v + "' not supported; expected " +
+                          names[0] + ", " + names[1] + " or " + names[2]));
+  };
+  spec.fan_mode = pick("fan_mode", kModes, "fan_in");
+  spec.distribution = pick("distribution", kDists, "truncated_normal");
+  spec.seed = d.contains("seed") ? d["seed"].cast<uint64_t>() : 0;
+  spec.offset = d.contains("offset") ? d["offset"].cast<uint64_t>() : 0;
+  if (d.contains("full_shape")) spec.full_shape = d["full_shape"].cast<std::vector<int64_t>>();
+  return spec;
+}
+
 // ---- Server -----------------------------------------------------------------------------
 
 class PyServer {
@@ -343,8 +386,17 @@ class PyClient {
                               " must be whole numbers, both 0 (asynchronous) or both >= 1"));
       s.replicas_to_aggregate = static_cast<uint32_t>(reps);
       s.total_num_replicas = static_cast<uint32_t>(total);
+      s.rho = get("rho", 0.0);
+      s.l1 = get("l1", 0.0);
+      s.l2 = get("l2", 0.0);
+      s.l2_shrinkage = get("l2_shrinkage", 0.0);
+      s.lr_power = get("lr_power", -0.5);
+      s.slot_init2 = get("slot_init2", 0.0);
+      s.slot_init3 = get("slot_init3", 0.0);
       const void* init = nullptr;
-      if (!t[6].is_none()) {
+      if (py::isinstance<py::dict>(t[6])) {
+        s.init = ParseInitSpec(s.name, t[6].cast<py::dict>());
+      } else if (!t[6].is_none()) {
         py::array a = t[6].cast<py::array>();
         CheckArray(a, "initial value", s.name, s.dtype, s.shape, false);
         keep.push_back(a);

@@ -635,7 +635,9 @@ Status Client::Register(const std::vector<VarSpec>& specs, const std::vector<int
     c.dtype = specs[i].dtype;
     c.send[0] = bodies[i].buffer().data();
     c.send_len[0] = bodies[i].buffer().size();
-    if (inits[i] != nullptr) {
+    if (specs[i].init.kind != InitKind::kNone) {
+      c.flags |= kFlagInit;  // the ps runs the initializer: no value bytes
+    } else if (inits[i] != nullptr) {
       c.flags |= kFlagInit;
       c.send[1] = inits[i];
       c.send_len[1] = static_cast<size_t>(specs[i].NumElements()) * DTypeSize(specs[i].dtype);

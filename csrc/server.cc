@@ -624,6 +624,10 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
   VarSpec spec;
   Reader r(p, head);
   Status st = spec.Decode(&r);
+  if (st.ok() && spec.init.kind != InitKind::kNone)
+    st = InvalidArgument("register '" + spec.name + "': a spec whose initializer runs on the "
+                         "ps task carries no value bytes; got " +
+                         std::to_string(h.payload_len - (head - r.remaining())));
   const size_t spec_len = head - r.remaining();
   const uint64_t want = st.ok() ? static_cast<uint64_t>(spec.NumElements()) * DTypeSize(spec.dtype)
                                 : 0;
@@ -872,7 +876,14 @@ bool Server::Handle(Connection* conn, const Header& h) {
       Reader r(p, h.payload_len);
       st = spec.Decode(&r);
       const void* init = nullptr;
-      if (st.ok() && (h.flags & kFlagInit)) {
+      const bool run_init = st.ok() && (h.flags & kFlagInit) && spec.init.kind != InitKind::kNone;
+      if (run_init) {
+        // The ps computes the initial value: no value bytes follow the spec.
+        if (r.remaining() != 0)
+          st = InvalidArgument("register '" + spec.name + "': " +
+                               std::to_string(r.remaining()) + " bytes after a spec whose "
+                               "initializer runs on the ps task; expected none");
+      } else if (st.ok() && (h.flags & kFlagInit)) {
         uint64_t want = static_cast<uint64_t>(spec.NumElements()) * DTypeSize(spec.dtype);
         if (r.remaining() != want)
           st = InvalidArgument("register '" + spec.name + "': initial value of " +
@@ -886,7 +897,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       }
       if (st.ok()) st = store_.Register(spec, init, &var);
       if (!st.ok()) return Reply(conn, h, st);
-      if (init != nullptr) ModelWritten(conn);
+      if (run_init) store_.RunInitializer(var, spec.init);
+      if (init != nullptr || run_init) ModelWritten(conn);
       uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
       return Reply(conn, h, st, 0, f, var->id);
     }

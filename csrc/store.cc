@@ -7,6 +7,8 @@
 #include <cstring>
 #include <new>
 
+#include "initializers.h"
+
 namespace psrt {
 
 bool AlignedBuffer::Allocate(size_t n) {
@@ -281,6 +283,14 @@ Status VariableStore::AssignRange(Variable* var, uint8_t slot, const void* bytes
 
 void VariableStore::MarkInitialized(Variable* var) {
   var->initialized.store(true, std::memory_order_release);
+}
+
+void VariableStore::RunInitializer(Variable* var, const InitSpec& init) {
+  {
+    std::lock_guard<std::mutex> l(var->mu);
+    FillInitializer(init, var->spec.dtype, var->value.data(), var->num_elements);
+  }
+  FinishInit(var);
 }
 
 void VariableStore::FinishInit(Variable* var) {

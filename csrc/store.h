@@ -138,6 +138,8 @@ class VariableStore {
   // After a streamed initial value: slots reset to slot_init, Adam's powers reset, the
   // variable initialized and its synchronous state reset (as Register with init).
   void FinishInit(Variable* var);
+  // Computes the value from `init` on this ps task (initializers.h), then FinishInit.
+  void RunInitializer(Variable* var, const InitSpec& init);
   // Row-sparse update: var viewed as [shape[0], rest]; duplicate indices are summed. Every
   // index is checked (InvalidArgument naming it) before anything, Adam's beta powers included,
   // is written; n = 0 applies nothing but still advances Adam's beta powers, as TF.

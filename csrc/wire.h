@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,7 +17,7 @@
 namespace psrt {
 
 constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
-constexpr uint16_t kWireVersion = 3;
+constexpr uint16_t kWireVersion = 4;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
 // The most a frame may announce at all: the largest variable (2^40 elements of 8 bytes) and
@@ -284,6 +285,33 @@ class Reader {
   const uint8_t* end_;
 };
 
+// An initializer run on the ps task (docs/protocol.md, "Initializers"): the value of element
+// i of a part starting at element `offset` of a variable of shape `full_shape` depends only
+// on the kind, its parameters, `seed` and offset + i, so it is the same however the variable
+// is partitioned over ps tasks.
+enum class InitKind : uint8_t {
+  kNone = 0,             // no initializer: the REGISTER's INIT (if any) carries the value
+  kZeros = 1,
+  kOnes = 2,
+  kConstant = 3,         // a
+  kRandomUniform = 4,    // [a, b)
+  kRandomNormal = 5,     // mean a, stddev b
+  kTruncatedNormal = 6,  // mean a, stddev b, redrawn beyond 2 stddev (TF's truncated_normal)
+  kVarianceScaling = 7,  // scale a; fan_mode, distribution (glorot_* are special cases)
+};
+constexpr uint8_t kMaxInitKind = 7;
+
+struct InitSpec {
+  InitKind kind = InitKind::kNone;  // u8
+  double a = 0.0;                  // f64
+  double b = 0.0;                  // f64
+  uint8_t fan_mode = 0;            // u8: 0 fan_in, 1 fan_out, 2 fan_avg (variance_scaling)
+  uint8_t distribution = 0;        // u8: 0 truncated_normal, 1 untruncated_normal, 2 uniform
+  uint64_t seed = 0;               // u64
+  uint64_t offset = 0;             // u64: this part's first element in the whole variable
+  std::vector<int64_t> full_shape; // u8 rank + i64 dims: the whole variable (fans)
+};
+
 // Register payload: the variable's declaration. When kFlagInit is set the initial value
 // (num_elements * dtype size bytes) follows the spec.
 struct VarSpec {
@@ -301,6 +329,17 @@ struct VarSpec {
   double slot_init = 0.0;          // f64: initial value of every slot element (Adagrad 0.1)
   uint32_t replicas_to_aggregate = 0;  // u32: synchronous training; 0: asynchronous
   uint32_t total_num_replicas = 0;     // u32: workers of synchronous training (0 when async)
+  // Version 4. Hyper-parameters of TF1's other optimizers (Adadelta's and RMSProp's rho, Ftrl's
+  // and the proximal ones' l1/l2, Ftrl's l2_shrinkage and lr_power) and the initial values of
+  // slots 2 and 3; every optimizer ignores the fields it has no use for.
+  double rho = 0.0;                // f64
+  double l1 = 0.0;                 // f64
+  double l2 = 0.0;                 // f64
+  double l2_shrinkage = 0.0;       // f64
+  double lr_power = -0.5;          // f64
+  double slot_init2 = 0.0;         // f64: initial value of slot 2's elements
+  double slot_init3 = 0.0;         // f64: initial value of slot 3's elements
+  InitSpec init;                   // the initializer the ps task runs (REGISTER with INIT)
 
   int64_t NumElements() const {
     int64_t n = 1;
@@ -323,6 +362,16 @@ struct VarSpec {
     w->Put<double>(slot_init);
     w->Put<uint32_t>(replicas_to_aggregate);
     w->Put<uint32_t>(total_num_replicas);
+    for (double v : {rho, l1, l2, l2_shrinkage, lr_power, slot_init2, slot_init3}) w->Put(v);
+    w->Put<uint8_t>(static_cast<uint8_t>(init.kind));
+    w->Put<double>(init.a);
+    w->Put<double>(init.b);
+    w->Put<uint8_t>(init.fan_mode);
+    w->Put<uint8_t>(init.distribution);
+    w->Put<uint64_t>(init.seed);
+    w->Put<uint64_t>(init.offset);
+    w->Put<uint8_t>(static_cast<uint8_t>(init.full_shape.size()));
+    for (int64_t d : init.full_shape) w->Put<int64_t>(d);
   }
   Status Decode(Reader* r) {
     uint8_t dt, rank, opt;
@@ -360,8 +409,51 @@ struct VarSpec {
     if (!r->Get(&opt) || !r->Get(&use_locking) || !r->Get(&use_nesterov) ||
         !r->Get(&learning_rate) || !r->Get(&momentum) || !r->Get(&beta1) || !r->Get(&beta2) ||
         !r->Get(&epsilon) || !r->Get(&slot_init) || !r->Get(&replicas_to_aggregate) ||
-        !r->Get(&total_num_replicas))
+        !r->Get(&total_num_replicas) || !r->Get(&rho) || !r->Get(&l1) || !r->Get(&l2) ||
+        !r->Get(&l2_shrinkage) || !r->Get(&lr_power) || !r->Get(&slot_init2) ||
+        !r->Get(&slot_init3))
       return InvalidArgument("register '" + name + "': truncated optimizer spec");
+    uint8_t kind, full_rank;
+    if (!r->Get(&kind) || !r->Get(&init.a) || !r->Get(&init.b) || !r->Get(&init.fan_mode) ||
+        !r->Get(&init.distribution) || !r->Get(&init.seed) || !r->Get(&init.offset) ||
+        !r->Get(&full_rank))
+      return InvalidArgument("register '" + name + "': truncated initializer spec");
+    if (kind > kMaxInitKind || init.fan_mode > 2 || init.distribution > 2)
+      return InvalidArgument("register '" + name + "': initializer kind " +
+                             std::to_string(kind) + ", fan mode " +
+                             std::to_string(init.fan_mode) + ", distribution " +
+                             std::to_string(init.distribution) +
+                             "; valid: kinds 0..7, fan modes 0..2, distributions 0..2");
+    init.kind = static_cast<InitKind>(kind);
+    if (full_rank > kMaxRank)
+      return InvalidArgument("register '" + name + "': initializer rank " +
+                             std::to_string(full_rank) + " exceeds the maximum of 8");
+    init.full_shape.resize(full_rank);
+    int64_t full_n = 1;
+    for (auto& d : init.full_shape) {
+      if (!r->Get(&d)) return InvalidArgument("register '" + name + "': truncated initializer");
+      if (d < 0 || (d > 0 && full_n > (int64_t{1} << 40) / d))
+        return InvalidArgument("register '" + name + "': bad initializer dimension " +
+                               std::to_string(d));
+      full_n *= d;
+    }
+    if (init.kind != InitKind::kNone) {
+      if (full_rank == 0 && !shape.empty()) {
+        init.full_shape = shape;  // not partitioned: the variable is the whole
+        full_n = NumElements();
+      }
+      if (init.offset > static_cast<uint64_t>(full_n) ||
+          static_cast<uint64_t>(NumElements()) > static_cast<uint64_t>(full_n) - init.offset)
+        return InvalidArgument("register '" + name + "': a part of " +
+                               std::to_string(NumElements()) + " elements at offset " +
+                               std::to_string(init.offset) + " does not fit the whole of " +
+                               std::to_string(full_n) + " elements");
+      if (!(std::isfinite(init.a) && std::isfinite(init.b)))
+        return InvalidArgument("register '" + name + "': initializer parameters must be finite");
+      if (dtype == DType::kInt64 && init.kind > InitKind::kConstant)
+        return InvalidArgument("register '" + name + "': a random initializer needs float32 "
+                               "or float64, got int64");
+    }
     if ((replicas_to_aggregate == 0) != (total_num_replicas == 0))
       return InvalidArgument("register '" + name + "': replicas_to_aggregate " +
                              std::to_string(replicas_to_aggregate) + " and total_num_replicas " +

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 3
+VERSION = 4
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
@@ -53,7 +53,11 @@ def var_spec(name: bytes | str, dtype: int, shape: Sequence[int] = (), optimizer
              momentum: float = 0.0, beta1: float = 0.9, beta2: float = 0.999,
              epsilon: float = 1e-8, slot_init: float = 0.0, replicas_to_aggregate: int = 0,
              total_num_replicas: int = 0, rank: int | None = None,
-             name_len: int | None = None) -> bytes:
+             name_len: int | None = None, rho: float = 0.0, l1: float = 0.0, l2: float = 0.0,
+             l2_shrinkage: float = 0.0, lr_power: float = -0.5, slot_init2: float = 0.0,
+             slot_init3: float = 0.0, init_kind: int = 0, init_a: float = 0.0,
+             init_b: float = 0.0, fan_mode: int = 0, distribution: int = 0, seed: int = 0,
+             offset: int = 0, full_shape: Sequence[int] = ()) -> bytes:
     """A REGISTER payload (VarSpec), field by field in the order docs/protocol.md lists them.
 
     Any value the layout can carry is packed, valid or not: `name` may be bytes that are not
@@ -66,7 +70,12 @@ def var_spec(name: bytes | str, dtype: int, shape: Sequence[int] = (), optimizer
             + struct.pack("<BB", dtype, len(shape) if rank is None else rank) + dims
             + struct.pack("<BBB6dII", optimizer, use_locking, use_nesterov, learning_rate,
                           momentum, beta1, beta2, epsilon, slot_init, replicas_to_aggregate,
-                          total_num_replicas))
+                          total_num_replicas)
+            + struct.pack("<7d", rho, l1, l2, l2_shrinkage, lr_power, slot_init2, slot_init3)
+            + struct.pack("<BddBBQQB", init_kind, init_a, init_b, fan_mode, distribution,
+                          seed & 0xFFFF_FFFF_FFFF_FFFF, offset & 0xFFFF_FFFF_FFFF_FFFF,
+                          len(full_shape))
+            + b"".join(struct.pack("<q", d) for d in full_shape))
 
 
 def decode(raw: bytes) -> dict[str, Any]:

@@ -192,8 +192,7 @@ WRITES = [
                                         var_id=1, dtype=fr.FLOAT32)),
     ("global step 1e9", lambda ids: fr.frame(fr.STEP_INCREMENT, var_id=2, step=10**9)),
     ("register a squatter", lambda ids: fr.frame(
-        fr.REGISTER, struct.pack("<H", 1) + b"X" + struct.pack("<BB", 1, 0) +
-        struct.pack("<BBB6dII", 1, 0, 0, 0.1, 0, 0.9, 0.999, 1e-8, 0, 0, 0))),
+        fr.REGISTER, fr.var_spec(b"X", 1, (), 1, learning_rate=0.1))),
     ("worker done", lambda ids: fr.frame(fr.WORKER_DONE, b"worker", var_id=0)),
 ]
 

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 3
+WIRE_VERSION: Final = 4
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -193,15 +193,20 @@ class Client:
                 Sequence[int],
                 str,
                 Mapping[str, float],
-                npt.NDArray[Any] | None,
+                npt.NDArray[Any] | Mapping[str, Any] | None,
             ]
         ],
     ) -> list[tuple[int, bool]]:
         """Declares variables, each (shard, name, dtype, shape, optimizer, hyper-parameters,
         initial value or None), returning (handle, initialized) for each. Hyper-parameter
         keys: learning_rate, momentum, beta1, beta2, epsilon, slot_init, use_locking,
-        use_nesterov, and replicas_to_aggregate/total_num_replicas (whole numbers, both 0
-        or absent: asynchronous) for synchronous training."""
+        use_nesterov, replicas_to_aggregate/total_num_replicas (whole numbers, both 0
+        or absent: asynchronous) for synchronous training, and rho, l1, l2, l2_shrinkage,
+        lr_power, slot_init2, slot_init3. The initial value may also be an initializer the ps
+        task runs (the worker never holds the value): {"kind": "zeros" | "ones" | "constant"
+        | "random_uniform" | "random_normal" | "truncated_normal" | "variance_scaling", "a",
+        "b", "fan_mode", "distribution", "seed", "offset", "full_shape"} (docs/protocol.md,
+        Initializers)."""
     def var_info(self, handle: int) -> tuple[int, int, str, str, tuple[int, ...]]:
         """(shard, id, name, dtype, shape) of a registered variable."""
     def pull(
