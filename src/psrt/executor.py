@@ -104,6 +104,7 @@ class Executor:
                 _graph.plan_for([leaf.loss], feeds)  # unfed placeholders fail the run now
         if tensors:
             rs.pending = _graph.plan_for(list(dict.fromkeys(tensors)), feeds)
+            rs.fetched = [id(t) for t in tensors]
         with self._lock:
             results: list[Any] = [None] * len(leaves)
             reads: list[tuple[int, Any]] = []
@@ -328,7 +329,8 @@ class Executor:
             if pending is not None:
                 _graph.evaluate(pending, var_values, feeds, memo)
                 rs.pending = None  # type: ignore[union-attr]
-            _own_all(memo)
+            if rs is not None:
+                _own_all(rs)
             return loss, grads
         if op.loss_fn is None:
             # Given gradients: no values of this step; fetched tensors are computed forward
@@ -360,7 +362,7 @@ class Executor:
         if others:
             var_values.update(zip(map(id, others), self._pull_new(others)))
         _graph.evaluate(pending, var_values, feeds, rs.memo)
-        _own_all(rs.memo)
+        _own_all(rs)
         rs.pending = None
 
     def _dense_parts(self, v: Any, g: Any) -> tuple[list[int], list[np.ndarray]]:
@@ -634,10 +636,11 @@ class _RunState:
     """One run's state: its feeds, the fetched tensors not computed yet (a Plan), every
     tensor value computed (id(Tensor) -> value) and the global steps from push replies."""
 
-    __slots__ = ("feeds", "pending", "memo", "fresh_steps")
+    __slots__ = ("feeds", "pending", "memo", "fresh_steps", "fetched")
 
     def __init__(self, feeds: dict[str, Any]) -> None:
         self.feeds = feeds
+        self.fetched: list[int] = []   # ids of the fetched tensors
         self.pending: _graph.Plan | None = None
         self.memo: dict[int, Any] = {}
         self.fresh_steps: dict[int, int] = {}
@@ -651,10 +654,12 @@ def _owned(value: Any) -> Any:
     return value
 
 
-def _own_all(memo: dict[int, Any]) -> None:
-    """Copies the read-only views among ``memo``'s values (of cached variable values,
-    which the step's push is about to overwrite)."""
-    for key, value in memo.items():
+def _own_all(rs: _RunState) -> None:
+    """Copies the fetched tensors' values that are read-only views (of cached variable
+    values, which the step's push is about to overwrite)."""
+    memo = rs.memo
+    for key in rs.fetched:
+        value = memo.get(key)
         if isinstance(value, np.ndarray) and not value.flags.writeable:
             memo[key] = value.copy()
 
