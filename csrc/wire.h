@@ -107,8 +107,9 @@ enum class Optimizer : uint8_t {
   kAdagrad = 2,
   kMomentum = 3,
   kAdam = 4,
-  // 5..11 have kernels (kernels.h) but REGISTER refuses them (kMaxOptimizer) until the VarSpec
-  // carries their hyper-parameters and the store addresses their slots (kMaxSlots, 3).
+  // 5..11 have kernels (kernels.h) but REGISTER refuses them (kMaxOptimizer) until the store
+  // passes the VarSpec's hyper-parameters (and AdagradDA's step) to the kernels and addresses
+  // kMaxSlots (3) slots: it passes two slot pointers today, and CenteredRMSProp has three.
   kAdadelta = 5,
   kAdagradDA = 6,
   kFtrl = 7,                     // FtrlV2 (l2_shrinkage) too, as TF's FtrlOptimizer
