@@ -269,9 +269,34 @@ def test_options_dtype_reshape_one_hot(tmp_path):
             mnist.read_data_sets(tmp_path, validation_size=bad)
 
 
-def test_positional_fake_data_is_refused(tmp_path):
-    with pytest.raises(TypeError):
-        mnist.read_data_sets(tmp_path, True)  # TF's 2nd positional arg is fake_data
+def test_tfs_positional_order_and_fake_data(tmp_path):
+    # TF's read_data_sets(train_dir, fake_data=False, one_hot=False, dtype, reshape,
+    # validation_size=5000, seed=None, source_url) (tensorflow/contrib/learn/python/learn/
+    # datasets/mnist.py): the 2nd positional argument is fake_data.
+    import inspect
+    params = list(inspect.signature(mnist.read_data_sets).parameters.values())
+    assert [p.name for p in params[:8]] == ["train_dir", "fake_data", "one_hot", "dtype",
+                                            "reshape", "validation_size", "seed",
+                                            "source_url"]
+    assert (params[5].default, params[6].default) == (5000, None)
+    fake = mnist.read_data_sets(tmp_path, True, True)
+    images, labels = fake.train.next_batch(3)
+    assert images.shape == (3, 784) and (images == 1.0).all()
+    np.testing.assert_array_equal(labels, [[1] + [0] * 9] * 3)
+
+
+def test_default_validation_size_and_seed(tmp_path):
+    # TF: validation_size 5000 by default (here: none on the small bundled sources, which
+    # 5000 would empty); seed None shuffles differently in each process, as TF.
+    write_pair(tmp_path, "train", 30)
+    write_pair(tmp_path, "t10k", 7)
+    data = mnist.read_data_sets(tmp_path)
+    assert data.validation.num_examples == 0
+    with pytest.raises(ValueError, match="Validation size should be between 0 and"):
+        mnist.read_data_sets(tmp_path, validation_size=5000)  # explicit: TF's check
+    orders = {tuple(index_of(mnist.read_data_sets(tmp_path, dtype=np.uint8)
+                             .train.next_batch(20)[0])) for _ in range(4)}
+    assert len(orders) > 1
 
 
 # ---------------------------------------------------------------- DataSet.next_batch

@@ -472,7 +472,8 @@ def test_apply_gradients_argument_errors(fresh_graph):
     with pytest.raises(ValueError) as e:
         opt.apply_gradients([(np.zeros(2, np.int64), c)])
     assert str(e.value) == "variable 'c' is int64; optimizers need float32 or float64"
-    with pytest.raises(TypeError, match='Existing "global_step" does not have integer type'):
+    # TF's assert_global_step (training_util.py): an int64 vector is "not scalar".
+    with pytest.raises(TypeError, match='Existing "global_step" is not scalar'):
         opt.apply_gradients([(np.zeros(2, np.float32), W)], global_step=wrong_step)
     with pytest.raises(TypeError) as e:
         opt.minimize(np.zeros(2))

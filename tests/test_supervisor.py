@@ -182,6 +182,29 @@ def test_managed_session_out_of_range_ends_normally_other_errors_propagate(job, 
     assert sv2.should_stop()
 
 
+def test_managed_session_keeps_the_last_good_checkpoint_when_the_body_raises(job, tmp_path):
+    # TF's managed_session (tensorflow/python/training/supervisor.py) saves nothing on the
+    # way out: after an error (e.g. a NaN check) the latest checkpoint is the last periodic
+    # save. psrt saves on exit only when the body ended cleanly or was interrupted.
+    m = job.model
+    logdir = str(tmp_path / "logs")
+    sv = _supervisor(job, logdir)
+    with pytest.raises(psrt.train.NanLossDuringTrainingError):
+        with sv.managed_session(job.target) as sess:
+            sess.run(m.train_op)
+            sv.saver.save(sess, sv.save_path, global_step=m.global_step)  # "periodic" save
+            sess.run(m.train_op)
+            raise psrt.train.NanLossDuringTrainingError()
+    assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-1")
+    assert _steps_of(logdir) == [1]
+    sv2 = _supervisor(job, str(tmp_path / "logs2"))
+    with pytest.raises(KeyboardInterrupt):
+        with sv2.managed_session(job.target) as sess:
+            sess.run(m.train_op)
+            raise KeyboardInterrupt
+    assert _steps_of(str(tmp_path / "logs2")) == [1]  # Ctrl-C saves, as before
+
+
 def test_non_chief_waits_for_the_model_then_fails_naming_variables(job):
     sv = _supervisor(job, None, is_chief=False)
     assert not sv.is_chief

@@ -14,6 +14,25 @@ from psrt import _logging
 _logging.install()
 
 from psrt import errors  # noqa: E402  (after the logging set-up)
+from psrt import _missing
+from psrt.dtypes import (  # noqa: A004  (TF's names: psrt.bool is tf.bool)
+    DType,
+    as_dtype,
+    bool,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+)
+from psrt.protos import GPUOptions, RunMetadata, RunOptions
 from psrt.graph import (
     Tensor,
     custom_gradient,
@@ -28,9 +47,22 @@ from psrt.placement import DeviceSpec
 from psrt.placement import device as device
 from psrt.session import ConfigProto, Session
 from psrt.variables import (
+    AUTO_REUSE,
     GLOBAL_VARIABLES,
     TRAINABLE_VARIABLES,
     Graph,
+    GraphKeys,
+    VariableScope,
+    add_to_collection,
+    add_to_collections,
+    all_variables,
+    get_collection,
+    get_collection_ref,
+    get_variable_scope,
+    initialize_all_variables,
+    name_scope,
+    set_random_seed,
+    variable_scope,
     PartitionedVariable,
     Variable,
     constant_initializer,
@@ -62,4 +94,7 @@ def __getattr__(name: str) -> object:
     module (tensorboardX's) takes ~70 ms to import, paid only where summaries are written."""
     if name == "Summary":
         return summary.Summary
+    err = _missing.missing("psrt", name)  # a TF1 name psrt lacks: say what to use instead
+    if err is not None:
+        raise err
     raise AttributeError(f"module 'psrt' has no attribute {name!r}")

@@ -25,10 +25,13 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from psrt import _threads
 from psrt import checkpoint as _checkpoint
 from psrt import errors
 from psrt import hooks as _hooks
 from psrt import variables as _variables
+from psrt.coordinator import Coordinator
+from psrt.queue_runner import start_queue_runners
 from psrt.session import ConfigProto, Session
 
 _logger = logging.getLogger("psrt")
@@ -415,22 +418,6 @@ class StepContext:
         raise _StopRequested()
 
 
-class _Coordinator:
-    """The ``coord`` hooks receive in ``after_create_session``: the stop part of TF's
-    ``tf.train.Coordinator`` (psrt starts no threads to join)."""
-
-    def __init__(self, monitored: "_MonitoredSession") -> None:
-        self._monitored = monitored
-
-    def request_stop(self, ex: BaseException | None = None) -> None:
-        """Makes the monitored session's ``should_stop()`` True."""
-        self._monitored._stop_requested = True
-
-    def should_stop(self) -> bool:
-        """The monitored session's ``should_stop()``, as TF's ``StepContext``."""
-        return self._monitored.should_stop()
-
-
 class _MonitoredSession:
     """Shared machinery of MonitoredSession and SingularMonitoredSession."""
 
@@ -449,7 +436,8 @@ class _MonitoredSession:
         self._worker_task = (_is_worker_target(getattr(session_creator, "_master", ""))
                              if worker_task is None else worker_task)
         self._sess: Session | None = None
-        self._coord = _Coordinator(self)
+        self._stop_grace_period_secs = stop_grace_period_secs
+        self._coord = Coordinator()
         self._create()
 
     def _create(self) -> None:
@@ -458,6 +446,10 @@ class _MonitoredSession:
         while True:
             try:
                 self._sess = self._creator.create_session()
+                # As TF's _CoordinatedSessionCreator: a new Coordinator per session, and the
+                # graph's queue runners started on it before the hooks see the session.
+                self._coord = Coordinator()
+                start_queue_runners(self._sess, self._coord)
                 for h in self._hooks:
                     h.after_create_session(self._sess, self._coord)
                 return
@@ -469,7 +461,18 @@ class _MonitoredSession:
                              "parameter server. A new session will be created. Error: %s", e)
                 self._close_raw()
 
+    def _stop_threads(self) -> None:
+        """Stops and joins the coordinator's threads (queue runners), as TF's
+        ``_CoordinatedSession.close``; re-raises what a thread reported."""
+        self._coord.request_stop()
+        self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs,
+                         ignore_live_threads=True)
+
     def _close_raw(self) -> None:
+        try:
+            self._stop_threads()
+        except Exception as e:  # noqa: BLE001 - the session is being replaced or closed
+            _logger.info("A thread of the closed session failed: %s", e)
         if self._sess is not None:
             try:
                 self._sess.close()
@@ -483,8 +486,9 @@ class _MonitoredSession:
         return _variables.get_default_graph()
 
     def should_stop(self) -> bool:
-        """True once a hook requested a stop (or ``close``/a stop step function)."""
-        return self._stop_requested or self._closed
+        """True once a hook or a coordinated thread requested a stop (or ``close``/a stop
+        step function)."""
+        return self._stop_requested or self._closed or self._coord.should_stop()
 
     def run(self, fetches: Any, feed_dict: dict[Any, Any] | None = None, options: Any = None,
             run_metadata: Any = None) -> Any:
@@ -570,6 +574,8 @@ class _MonitoredSession:
                         self._sess._psrt_worker_done()
                     except errors.OpError as e:
                         _logger.warning("Could not tell the ps tasks this worker is done: %s", e)
+            if exception_type is None:
+                self._stop_threads()  # re-raises a queue runner's error, as TF
         finally:
             self._closed = True
             self._close_raw()
@@ -592,7 +598,7 @@ class MonitoredSession(_MonitoredSession):
         session_creator: A :class:`ChiefSessionCreator` (default) or
             :class:`WorkerSessionCreator`.
         hooks: :class:`psrt.train.SessionRunHook` objects.
-        stop_grace_period_secs: Accepted; psrt starts no threads to wait for.
+        stop_grace_period_secs: Seconds the queue runner threads get to end on close.
     """
 
     def __init__(self, session_creator: SessionCreator | None = None,
@@ -673,7 +679,7 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
             None (or 0) no summaries are written.
         config: A :class:`psrt.ConfigProto` (``connect_timeout_secs`` bounds how long the
             session waits for a lost ps task to come back before UnavailableError).
-        stop_grace_period_secs: Accepted; psrt starts no threads to wait for.
+        stop_grace_period_secs: Seconds the queue runner threads get to end on close.
         log_step_count_steps: Steps between ``global_step/sec`` logs (None or 0: none).
         max_wait_secs: How long a non-chief waits for the model (seconds), then
             DeadlineExceededError naming the variables never initialized.
@@ -700,6 +706,7 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
+    _threads.share_blas_threads(master)
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs)
@@ -876,6 +883,7 @@ class Supervisor:
         self._coord_stop.clear()
         self._stopped = False
         self._thread_error = None
+        _threads.share_blas_threads(master)
         if self._summary_writer is not None:
             self._summary_writer.reopen()
         if self._is_chief:
@@ -1004,6 +1012,9 @@ class Supervisor:
             Exception: the error that stopped a service thread (e.g. a summary op that
                 cannot run alone), as TF's coordinator re-raises it.
         """
+        self._stop(close_summary_writer=close_summary_writer, final_save=True)
+
+    def _stop(self, close_summary_writer: bool, final_save: bool) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -1011,7 +1022,8 @@ class Supervisor:
         for t in self._threads:
             t.join()
         self._threads = []
-        if self._is_chief and self._sess is not None and not self._sess._closed:
+        if final_save and self._is_chief and self._sess is not None and \
+                not self._sess._closed:
             try:
                 self._save(self._sess)
             except errors.OpError as e:
@@ -1050,16 +1062,26 @@ class Supervisor:
                         close_summary_writer: bool = True) -> Iterator[Session]:
         """A context manager yielding a prepared session and stopping the supervisor on
         exit (see :meth:`stop`; ``close_summary_writer`` is passed on); an OutOfRangeError
-        inside ends it normally, as TF."""
+        inside ends it normally, as TF.
+
+        The chief's final checkpoint is written only when the body ends cleanly (or with
+        OutOfRangeError) or is interrupted (KeyboardInterrupt). When the body raises, e.g.
+        a NaN check, no checkpoint is written on the way out, so the latest one stays the
+        last good periodic save, as TF's ``managed_session`` (which never saves on exit;
+        tensorflow/python/training/supervisor.py). The exception propagates."""
         sess = self.prepare_or_wait_for_session(master, config=config,
                                                 start_standard_services=start_standard_services)
+        failed = False
         try:
             yield sess
         except errors.OutOfRangeError:
             pass
+        except Exception:
+            failed = True
+            raise
         finally:
             try:
-                self.stop(close_summary_writer=close_summary_writer)
+                self._stop(close_summary_writer=close_summary_writer, final_save=not failed)
             finally:
                 if _is_worker_target(master):
                     try:

@@ -41,3 +41,11 @@ def embedding_lookup(params: Variable, ids: Any, partition_strategy: str = "mod"
         raise TypeError(f"ids must be integers; got dtype {ids.dtype}")
     return Operation("gather", variables=[params], value=ids,
                      name=name or f"{params.name}/embedding_lookup")
+
+
+def __getattr__(name: str) -> object:
+    """TF1's ``tf.nn`` names psrt does not implement raise an AttributeError saying what to
+    use instead (psrt/_missing.py)."""
+    from psrt import _missing  # noqa: PLC0415
+
+    return _missing.module_getattr("psrt.nn")(name)

