@@ -875,9 +875,8 @@ def test_a_variable_larger_than_2_gib_initializes_pulls_pushes_and_checkpoints(t
     proc = PsProcess()
     psrt.reset_default_graph()
     try:
-        with psrt.device("/job:ps/task:0"):
-            big = psrt.get_variable("big", shape=[rows, cols], dtype=np.float32,
-                                    initializer=psrt.zeros_initializer())
+        big = psrt.get_variable("big", shape=[rows, cols], dtype=np.float32,
+                                initializer=psrt.zeros_initializer())
         grad = np.full((rows, cols), 0.5, np.float32)
         train = psrt.train.GradientDescentOptimizer(1.0).minimize(
             lambda b: (0.0, [grad]), var_list=[big])
