@@ -79,8 +79,17 @@ Optimizer ParseOptimizer(const std::string& s) {
   if (s == "Adagrad") return Optimizer::kAdagrad;
   if (s == "Momentum") return Optimizer::kMomentum;
   if (s == "Adam") return Optimizer::kAdam;
+  if (s == "Adadelta") return Optimizer::kAdadelta;
+  if (s == "AdagradDA") return Optimizer::kAdagradDA;
+  if (s == "Ftrl") return Optimizer::kFtrl;
+  if (s == "ProximalGradientDescent") return Optimizer::kProximalGradientDescent;
+  if (s == "ProximalAdagrad") return Optimizer::kProximalAdagrad;
+  if (s == "RMSProp") return Optimizer::kRMSProp;
+  if (s == "CenteredRMSProp") return Optimizer::kCenteredRMSProp;
   Raise(InvalidArgument("optimizer '" + s +
-                        "' not supported; expected GradientDescent, Adagrad, Momentum or Adam"));
+                        "' not supported; expected GradientDescent, Adagrad, Momentum, Adam, "
+                        "Adadelta, AdagradDA, Ftrl, ProximalGradientDescent, ProximalAdagrad, "
+                        "RMSProp or CenteredRMSProp"));
 }
 
 DType ArrayDType(const py::array& a) {

@@ -57,6 +57,11 @@ std::string Describe(const VarSpec& s) {
   return d;
 }
 
+// The initial value of slot k (0-based): the VarSpec's slot_init, slot_init2, slot_init3.
+double SlotInit(const VarSpec& spec, int k) {
+  return k == 0 ? spec.slot_init : k == 1 ? spec.slot_init2 : spec.slot_init3;
+}
+
 void FillSlot(uint8_t* dst, DType dtype, size_t n, double v) {
   if (dtype == DType::kFloat32) {
     auto* p = reinterpret_cast<float*>(dst);
@@ -77,11 +82,26 @@ KernelArgs ArgsFor(Variable* var, double lr, bool has_lr) {
   a.beta1 = var->spec.beta1;
   a.beta2 = var->spec.beta2;
   a.epsilon = var->spec.epsilon;
+  a.rho = var->spec.rho;
+  a.l1 = var->spec.l1;
+  a.l2 = var->spec.l2;
+  a.l2_shrinkage = var->spec.l2_shrinkage;
+  a.lr_power = var->spec.lr_power;
+  // AdagradDA's step is taken with the beta powers (TakeBetaPowers), once the update is
+  // checked; a valid placeholder lets the check pass.
+  a.global_step = 1;
   return a;
 }
 
 // Adam uses the beta powers of this step and advances them, as TF's AdamOptimizer._finish.
 void TakeBetaPowers(Variable* var, KernelArgs* a) {
+  if (var->spec.optimizer == Optimizer::kAdagradDA) {
+    // AdagradDA's step: this variable's applies so far + 1, as TF's Python optimizer passes
+    // global_step + 1 when every step updates the variable once.
+    std::lock_guard<std::mutex> l(var->mu);
+    a->global_step = ++var->applies;
+    return;
+  }
   if (var->spec.optimizer != Optimizer::kAdam) return;
   std::lock_guard<std::mutex> l(var->mu);
   a->beta1_power = var->beta1_power;
@@ -121,10 +141,12 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     // beta powers), whatever use_locking says.
     std::lock_guard<std::mutex> l(var->mu);
     std::memcpy(var->value.data(), init, var->nbytes);
-    for (auto& s : var->slots)
-      FillSlot(s->data(), var->spec.dtype, var->num_elements, var->spec.slot_init);
+    for (size_t k = 0; k < var->slots.size(); ++k)
+      FillSlot(var->slots[k]->data(), var->spec.dtype, var->num_elements,
+               SlotInit(var->spec, static_cast<int>(k)));
     var->beta1_power = var->spec.beta1;
     var->beta2_power = var->spec.beta2;
+    var->applies = 0;
     var->initialized.store(true, std::memory_order_release);
   }
   if (init != nullptr) SyncReset(var);
@@ -164,7 +186,7 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
       if (!v->slots.back()->Allocate(nbytes))
         return exhausted(std::to_string(nbytes) + " bytes for slot '" +
                          SlotName(spec.optimizer, k) + "'");
-      FillSlot(v->slots.back()->data(), spec.dtype, n, spec.slot_init);
+      FillSlot(v->slots.back()->data(), spec.dtype, n, SlotInit(spec, k));
     }
     v->beta1_power = spec.beta1;
     v->beta2_power = spec.beta2;
@@ -217,9 +239,9 @@ Status CheckTrainable(const Variable* var) {
   return Status::Ok();
 }
 
-void SlotPointers(const Variable* var, void* slots[2]) {
-  slots[0] = slots[1] = nullptr;
-  for (size_t i = 0; i < var->slots.size() && i < 2; ++i) slots[i] = var->slots[i]->data();
+void SlotPointers(const Variable* var, void* slots[kMaxSlots]) {
+  for (int i = 0; i < kMaxSlots; ++i)
+    slots[i] = static_cast<size_t>(i) < var->slots.size() ? var->slots[i]->data() : nullptr;
 }
 
 }  // namespace
@@ -229,7 +251,7 @@ void SlotPointers(const Variable* var, void* slots[2]) {
 Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, bool has_lr) {
   PSRT_RETURN_IF_ERROR(CheckTrainable(var));
   KernelArgs a = ArgsFor(var, lr, has_lr);
-  void* slots[2];
+  void* slots[kMaxSlots];
   SlotPointers(var, slots);
   Status st = CheckDense(a, var->value.data(), slots, grad, var->num_elements);
   if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
@@ -242,7 +264,7 @@ Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, boo
 Status VariableStore::BeginDense(Variable* var, double lr, bool has_lr, KernelArgs* args) {
   PSRT_RETURN_IF_ERROR(CheckTrainable(var));
   *args = ArgsFor(var, lr, has_lr);
-  void* slots[2];
+  void* slots[kMaxSlots];
   SlotPointers(var, slots);
   Status st = CheckDense(*args, var->value.data(), slots, var->value.data(), var->num_elements);
   if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
@@ -255,7 +277,7 @@ void VariableStore::ApplyDenseRange(Variable* var, const KernelArgs& args, const
   if (n == 0 || begin >= var->num_elements) return;
   n = std::min(n, var->num_elements - begin);
   const size_t off = begin * DTypeSize(var->spec.dtype);
-  void* slots[2];
+  void* slots[kMaxSlots];
   SlotPointers(var, slots);
   for (void*& p : slots)
     if (p != nullptr) p = static_cast<uint8_t*>(p) + off;
@@ -296,10 +318,12 @@ void VariableStore::RunInitializer(Variable* var, const InitSpec& init) {
 void VariableStore::FinishInit(Variable* var) {
   {
     std::lock_guard<std::mutex> l(var->mu);
-    for (auto& s : var->slots)
-      FillSlot(s->data(), var->spec.dtype, var->num_elements, var->spec.slot_init);
+    for (size_t k = 0; k < var->slots.size(); ++k)
+      FillSlot(var->slots[k]->data(), var->spec.dtype, var->num_elements,
+               SlotInit(var->spec, static_cast<int>(k)));
     var->beta1_power = var->spec.beta1;
     var->beta2_power = var->spec.beta2;
+    var->applies = 0;
     var->initialized.store(true, std::memory_order_release);
   }
   SyncReset(var);
@@ -323,7 +347,7 @@ Status VariableStore::ApplyRows(Variable* var, const int64_t* indices, size_t n,
   if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
   // TF advances Adam's beta powers once per apply, however many rows it touched (none too).
   TakeBetaPowers(var, &a);
-  void* slots[2];
+  void* slots[kMaxSlots];
   SlotPointers(var, slots);
   std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
   if (var->spec.use_locking) l.lock();

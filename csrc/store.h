@@ -93,6 +93,7 @@ struct Variable {
   std::mutex mu;                  // use_locking updates; Adam's beta powers
   double beta1_power = 0.0;       // Adam, guarded by mu
   double beta2_power = 0.0;
+  int64_t applies = 0;            // AdagradDA: updates applied since initialization (mu)
   SyncState sync;                 // used when spec.replicas_to_aggregate > 0
 
   bool is_sync() const { return spec.replicas_to_aggregate > 0; }

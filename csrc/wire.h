@@ -107,9 +107,8 @@ enum class Optimizer : uint8_t {
   kAdagrad = 2,
   kMomentum = 3,
   kAdam = 4,
-  // 5..11 have kernels (kernels.h) but REGISTER refuses them (kMaxOptimizer) until the store
-  // passes the VarSpec's hyper-parameters (and AdagradDA's step) to the kernels and addresses
-  // kMaxSlots (3) slots: it passes two slot pointers today, and CenteredRMSProp has three.
+  // 5..11 take their hyper-parameters from VarSpec's rho, l1, l2, l2_shrinkage, lr_power and
+  // epsilon/momentum, and up to three slots (kMaxSlots) initialized from slot_init..slot_init3.
   kAdadelta = 5,
   kAdagradDA = 6,
   kFtrl = 7,                     // FtrlV2 (l2_shrinkage) too, as TF's FtrlOptimizer
@@ -118,7 +117,7 @@ enum class Optimizer : uint8_t {
   kRMSProp = 10,
   kCenteredRMSProp = 11,         // RMSProp with centered=True: TF's ApplyCenteredRMSProp
 };
-constexpr uint8_t kMaxOptimizer = 4;
+constexpr uint8_t kMaxOptimizer = 11;
 
 // The frame header. Field order is the byte order on the wire (offsets in comments).
 struct Header {

@@ -1301,7 +1301,7 @@ class Fuzzer:
         elif r < 0.17:
             spec["dtype"] = rng.choice((0, 4, 255))
         elif r < 0.21:
-            spec["optimizer"] = rng.choice((5, 255, rng.randrange(256)))
+            spec["optimizer"] = rng.choice((12, 255, rng.randrange(12, 256)))
         elif r < 0.26:
             spec["replicas_to_aggregate"], spec["total_num_replicas"] = rng.choice(
                 ((0, 1), (1, 0), (0xFFFFFFFF, 0xFFFFFFFF), (3, 1), (1, 3)))

@@ -344,8 +344,8 @@ PER_OP = [
      lambda ids: fr.frame(fr.ASSIGN, nan_bytes(16), var_id=ids["W"], dtype=fr.FLOAT32,
                           slot=255), fr.INVALID_ARGUMENT, ["'W'", "Adam's beta powers only"]),
     ("register unknown optimizer",
-     lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", optimizer=9)),
-     fr.INVALID_ARGUMENT, ["'X'", "optimizer code 9"]),
+     lambda ids: fr.frame(fr.REGISTER, var_spec(b"X", optimizer=12)),
+     fr.INVALID_ARGUMENT, ["'X'", "optimizer code 12"]),
 ]
 
 
