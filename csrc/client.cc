@@ -340,7 +340,9 @@ void Client::HeartbeatLoop() {
           EncodeHeader(h, hb);
           const ssize_t n = send(w.fd, hb, kHeaderSize, MSG_DONTWAIT | MSG_NOSIGNAL);
           if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            Condemn(&w, ErrnoMessage("send to", w.name, errno));
+            Condemn(&w, errno == EPIPE || errno == ECONNRESET
+                            ? "connection to " + w.name + " closed by the ps task"
+                            : ErrnoMessage("send to", w.name, errno));
             continue;
           }
           if (n == static_cast<ssize_t>(kHeaderSize)) {
@@ -388,8 +390,10 @@ void Client::HeartbeatLoop() {
         if (r < 0 && errno == EINTR) continue;
         // The ps task closed or lost the connection (it exited, or its host reset it): the
         // same words the request connection would use when it sees the end of stream.
-        Condemn(&w, r == 0 ? "connection to " + w.name + " closed by the ps task"
-                           : ErrnoMessage("recv from", w.name, errno));
+        const int err = errno;
+        Condemn(&w, r == 0 || err == ECONNRESET
+                        ? "connection to " + w.name + " closed by the ps task"
+                        : ErrnoMessage("recv from", w.name, err));
         break;
       }
     }
@@ -477,6 +481,8 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         if (r < 0) {
           if (errno == EINTR) continue;
           if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+          if (errno == ECONNRESET)  // the ps task died with bytes unread: as an end of stream
+            return fail(conn, Unavailable("connection to " + conn->name + " closed by the ps task"));
           return fail(conn, Unavailable(ErrnoMessage("recv from", conn->name, errno)));
         }
         conn->hgot += static_cast<size_t>(r);
@@ -516,6 +522,8 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         if (r < 0) {
           if (errno == EINTR) continue;
           if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+          if (errno == ECONNRESET)  // the ps task died with bytes unread: as an end of stream
+            return fail(conn, Unavailable("connection to " + conn->name + " closed by the ps task"));
           return fail(conn, Unavailable(ErrnoMessage("recv from", conn->name, errno)));
         }
         conn->dst_got += static_cast<size_t>(r);
