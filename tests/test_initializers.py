@@ -7,6 +7,7 @@ way never holds its value.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -160,7 +161,8 @@ def test_a_worker_creating_a_big_table_does_not_hold_its_value(ps_pair):
     # TF runs initializers on the variable's device; a [250000, 128] float32 table (122 MiB)
     # created this way raises the worker's peak RSS by well under a tenth of it.
     out = subprocess.run([sys.executable, "-c", WORKER, ps_pair[1].address], text=True,
-                         capture_output=True, timeout=120, env={"PYTHONPATH": SRC})
+                         capture_output=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": SRC})
     assert out.returncode == 0, out.stderr[-2000:]
     m = json.loads(out.stdout.strip().splitlines()[-1])
     table = 250000 * 128 * 4
