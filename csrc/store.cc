@@ -137,19 +137,13 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     }
   }
   if (init != nullptr) {
-    // Initialization is rare: take the variable's mutex for all of it (it also guards the
-    // beta powers), whatever use_locking says.
-    std::lock_guard<std::mutex> l(var->mu);
-    std::memcpy(var->value.data(), init, var->nbytes);
-    for (size_t k = 0; k < var->slots.size(); ++k)
-      FillSlot(var->slots[k]->data(), var->spec.dtype, var->num_elements,
-               SlotInit(var->spec, static_cast<int>(k)));
-    var->beta1_power = var->spec.beta1;
-    var->beta2_power = var->spec.beta2;
-    var->applies = 0;
-    var->initialized.store(true, std::memory_order_release);
+    {
+      // Initialization is rare: take the variable's mutex for it, whatever use_locking says.
+      std::lock_guard<std::mutex> l(var->mu);
+      std::memcpy(var->value.data(), init, var->nbytes);
+    }
+    FinishInit(var);  // slots, Adam's powers, AdagradDA's step, initialized, sync state
   }
-  if (init != nullptr) SyncReset(var);
   *out = var;
   return Status::Ok();
 }

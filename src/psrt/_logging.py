@@ -45,11 +45,13 @@ class _DefaultHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     @property  # type: ignore[override]
     def stream(self) -> TextIO:
+        """The current ``sys.stderr``, looked up on every use (never a stale stream)."""
         return sys.stderr
 
     @stream.setter
     def stream(self, value: TextIO) -> None:
-        pass  # Always the current sys.stderr (pytest's capture and redirections included).
+        """Ignored: the handler always writes to the current ``sys.stderr`` (pytest's capture
+        and redirections included)."""
 
     def handle(self, record: logging.LogRecord) -> bool:
         """Emits ``record`` unless the application has configured logging since import."""

@@ -1117,10 +1117,13 @@ class _StepCounter:
         self._logged = 0
 
     def start(self) -> None:
+        """Records the starting global step and time (as TF's SVStepCounterThread)."""
         self._last_time = time.monotonic()
         self._last_step = _variables.global_step(self._sess, self._sv.global_step)
 
     def run(self) -> None:
+        """Writes ``global_step/sec`` since the last call to the summary writer (and logs it),
+        as TF's SVStepCounterThread.run_loop."""
         step = _variables.global_step(self._sess, self._sv.global_step)
         now = time.monotonic()
         elapsed = now - self._last_time

@@ -127,6 +127,7 @@ class Graph:
 
     @seed.setter
     def seed(self, seed: int | None) -> None:
+        """Sets the graph-level seed (an int, or None for none), as ``tf.set_random_seed``."""
         self._seed = None if seed is None else int(seed)
 
     def _next_op_seed(self) -> int:
