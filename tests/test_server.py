@@ -296,3 +296,29 @@ def test_stop_from_a_daemon_thread_while_joining_exits_cleanly():
             if proc.returncode != 0 or out.strip() != "joined":
                 failures.append((proc.returncode, err.strip()[-300:]))
     assert failures == []
+
+
+def test_listening_beyond_loopback_without_a_secret_warns_once(caplog, monkeypatch):
+    # Anyone who reaches such a port could read and change the model (issue 12): say so once,
+    # naming the address and how to set a secret; loopback, or a secret, stays quiet.
+    monkeypatch.delenv("PSRT_AUTH_SECRET", raising=False)
+    monkeypatch.delenv("PSRT_AUTH_SECRET_FILE", raising=False)
+    made = []
+    try:
+        with caplog.at_level("WARNING", logger="psrt"):
+            made.append(psrt.train.Server({"local": [f"{LOCALHOST}:0"]}))
+            assert not [r for r in caplog.records if "without a job secret" in r.getMessage()]
+            made.append(psrt.train.Server({"ps": ["0.0.0.0:0"]}))
+            made[-1].stop()
+            made[-1].start()  # the same address again: no second warning
+            warned = [r.getMessage() for r in caplog.records
+                      if "without a job secret" in r.getMessage()]
+            assert len(warned) == 1, warned
+            assert f"0.0.0.0:{made[-1].port}" in warned[0] and "PSRT_AUTH_SECRET" in warned[0]
+            monkeypatch.setenv("PSRT_AUTH_SECRET", "s3cret")
+            made.append(psrt.train.Server({"ps": ["0.0.0.0:0"]}))
+            assert len([r for r in caplog.records
+                        if "without a job secret" in r.getMessage()]) == 1
+    finally:
+        for s in made:
+            s.stop()
