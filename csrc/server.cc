@@ -38,6 +38,9 @@ struct Server::Connection {
   std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory
   KernelArgs stream_args;           // a streamed PUSH's optimizer arguments (beta powers)
+
+  // The small-payload buffer, allocated at first use; null when out of memory.
+  uint8_t* Small();
 };
 
 namespace {
@@ -47,6 +50,11 @@ constexpr size_t kSmallPayload = size_t{64} << 10;
 // The longest REGISTER spec: name, rank and dims, the fixed fields (docs/protocol.md).
 constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
 }  // namespace
+
+uint8_t* Server::Connection::Small() {
+  if (!small) small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
+  return small.get();
+}
 
 void Server::Budget::Init(uint64_t capacity, size_t chunk) {
   capacity_ = std::max<uint64_t>(capacity, chunk);
@@ -617,9 +625,8 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
   // The spec first (at most kMaxSpecBytes), then the initial value straight into the
   // variable's memory; it is initialized only once every byte is in.
   const size_t head = static_cast<size_t>(std::min<uint64_t>(h.payload_len, kMaxSpecBytes));
-  if (!conn->small) conn->small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
-  if (!conn->small) return false;
-  uint8_t* p = conn->small.get();
+  uint8_t* p = conn->Small();
+  if (p == nullptr) return false;
   if (!ReadFullWithin(conn->fd, p, head, conn->peer, options_.stall_timeout_s).ok()) return false;
   VarSpec spec;
   Reader r(p, head);
@@ -794,8 +801,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
   } lease{&budget_};
   if (h.payload_len > 0) {
     if (h.payload_len <= kSmallPayload) {
-      if (!conn->small) conn->small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
-      p = conn->small.get();
+      p = conn->Small();
     } else {
       lease.n = static_cast<size_t>(h.payload_len);
       lease.p = budget_.Acquire(lease.n, [this] { return stopping_.load(); });

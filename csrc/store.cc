@@ -243,16 +243,12 @@ void SlotPointers(const Variable* var, void* slots[kMaxSlots]) {
 // Both updates validate everything first, then take Adam's beta powers, then apply with a
 // kernel call that cannot fail: a refused update changes no byte of the store.
 Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, bool has_lr) {
-  PSRT_RETURN_IF_ERROR(CheckTrainable(var));
-  KernelArgs a = ArgsFor(var, lr, has_lr);
-  void* slots[kMaxSlots];
-  SlotPointers(var, slots);
-  Status st = CheckDense(a, var->value.data(), slots, grad, var->num_elements);
-  if (!st.ok()) return Status(st.code(), "variable '" + var->spec.name + "': " + st.message());
-  TakeBetaPowers(var, &a);
-  std::unique_lock<std::mutex> l(var->mu, std::defer_lock);
-  if (var->spec.use_locking) l.lock();
-  return psrt::ApplyDense(a, var->value.data(), slots, grad, var->num_elements);
+  if (grad == nullptr && var->num_elements > 0)
+    return InvalidArgument("dense update of '" + var->spec.name + "': no gradient buffer");
+  KernelArgs a;
+  PSRT_RETURN_IF_ERROR(BeginDense(var, lr, has_lr, &a));
+  ApplyDenseRange(var, a, grad, 0, var->num_elements);
+  return Status::Ok();
 }
 
 Status VariableStore::BeginDense(Variable* var, double lr, bool has_lr, KernelArgs* args) {
