@@ -277,7 +277,7 @@ class Session(Executor):
             if v._sync is not None:
                 hyper = {**hyper, "replicas_to_aggregate": float(v._sync[0]),
                          "total_num_replicas": float(v._sync[1])}
-            value = v.initial_value_array() if init else None
+            value = v._ps_initial_value() if init else None  # a value, or a spec the ps computes
             entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[_wire(v)], v.shape, kernel,
                             hyper, value))
             owners.append(v)

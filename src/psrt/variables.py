@@ -9,6 +9,7 @@ device names; a :class:`psrt.Session` registers it there and moves its values.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -18,6 +19,29 @@ import numpy as np
 
 from psrt import dtypes as _dtypes
 from psrt import placement as _device
+from psrt.init_ops import (  # noqa: F401  (TF's initializer names, re-exported)
+    Constant,
+    GlorotNormal,
+    GlorotUniform,
+    Initializer,
+    Ones,
+    RandomNormal,
+    RandomUniform,
+    TruncatedNormal,
+    VarianceScaling,
+    Zeros,
+    _PartitionInfo,
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    initial_value,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -132,10 +156,11 @@ class Graph:
 
     def _next_op_seed(self) -> int:
         """A new op-level seed, as TF takes ``graph._last_id`` (the count of ops created so
-        far) for a random op without its own seed: deterministic for the same program."""
+        far: 0 in a new graph) for a random op without its own seed: deterministic for the
+        same program."""
         with self._lock:
             self._last_op_seed += 1
-            return self._last_op_seed
+            return self._last_op_seed - 1
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """Returns ``name``, or ``name_1``, ``name_2``... when taken (TF's rule)."""
@@ -335,6 +360,30 @@ class _VariableBase:
         return int(np.prod(self._shape, dtype=np.int64)) * self._wire_dtype.itemsize
 
 
+def _ps_initializer_call(initial_value: Any, dtype: Any
+                         ) -> tuple[dict[str, Any], tuple[int, ...], np.dtype] | None:
+    """(spec, shape, dtype) when ``initial_value`` is ``functools.partial(initializer,
+    shape, dtype=..., partition_info=...)`` of a psrt initializer the ps task can compute
+    (TF's ``get_variable`` passes its variable this form), else None."""
+    if not (isinstance(initial_value, functools.partial)
+            and isinstance(initial_value.func, Initializer)):
+        return None
+    init: Initializer = initial_value.func
+    names = ("shape", "dtype", "partition_info")
+    bound = dict(zip(names, initial_value.args))
+    if len(initial_value.args) > len(names) or any(
+            k not in names or k in bound for k in initial_value.keywords):
+        return None
+    bound.update(initial_value.keywords)
+    if bound.get("shape") is None:
+        return None
+    call_dt = init._call_dtype(dtype if dtype is not None else bound.get("dtype"))
+    spec = init._spec(bound["shape"], call_dt, bound.get("partition_info"))
+    if spec is None:
+        return None
+    return spec, tuple(int(d) for d in bound["shape"]), call_dt
+
+
 class Variable(_VariableBase):
     """A variable held by a ps task, as ``tf.Variable`` (TF1 ref-variable semantics).
 
@@ -344,7 +393,13 @@ class Variable(_VariableBase):
 
     Args:
         initial_value: A numpy array (or anything ``numpy.asarray`` takes), or a callable
-            with no arguments returning one. Its shape is the variable's shape.
+            with no arguments returning one (evaluated now for its shape, and again at each
+            initialization, as TF). Its shape is the variable's shape. The form TF's
+            ``get_variable`` builds, ``functools.partial(initializer, shape, dtype=...,
+            partition_info=...)`` of a psrt initializer (``psrt.truncated_normal_initializer``
+            ...), is not evaluated here: the initializer goes to the ps task as a
+            specification and is computed there, so the worker never holds the value (its
+            random seed is decided now; see ``psrt.init_ops``).
         trainable: If True, the variable is added to ``TRAINABLE_VARIABLES``.
         name: Name (str); default "Variable". A taken name gets TF's ``_1``, ``_2``... suffix.
         dtype: float32, float64 or int64; default: that of ``initial_value`` (a Python float
@@ -376,8 +431,19 @@ class Variable(_VariableBase):
         # As TF: a variable's name is in the current name scope (tf.name_scope, and the
         # name scope a tf.variable_scope opens).
         self._name = graph.unique_name(f"{scope}/{base}" if scope else base)
-        self._init_fn: Callable[[], Any] | None = (
-            initial_value if callable(initial_value) else None)
+        # An initializer computed on the ps task (psrt.init_ops): its spec, the value never
+        # built here.
+        self._init_spec: dict[str, Any] | None = None
+        on_ps = _ps_initializer_call(initial_value, dtype)
+        if on_ps is not None:
+            self._init_spec, shape_, dt_ = on_ps
+            self._init_fn: Callable[[], Any] | None = None
+            self._initial_value: np.ndarray | None = None
+            self._dtype = _as_dtype(dt_, self._name)
+            self._shape = shape_
+            self._finish_init(graph, trainable, collections)
+            return
+        self._init_fn = initial_value if callable(initial_value) else None
         raw = initial_value if self._init_fn is None else self._init_fn()
         value = np.asarray(raw)
         if dtype is None:
@@ -394,7 +460,7 @@ class Variable(_VariableBase):
                 dtype = value.dtype
         self._dtype = _as_dtype(dtype, self._name)
         if self._init_fn is not None:
-            self._initial_value: np.ndarray | None = None  # re-evaluated at each init, as TF
+            self._initial_value = None  # re-evaluated at each init, as TF
             self._shape = tuple(np.shape(value))
         else:
             # A private read-only copy, as TF's constant: the caller's array stays writable
@@ -402,6 +468,10 @@ class Variable(_VariableBase):
             self._initial_value = np.array(value, dtype=self._wire_dtype, order="C")
             self._initial_value.setflags(write=False)
             self._shape = tuple(self._initial_value.shape)
+        self._finish_init(graph, trainable, collections)
+
+    def _finish_init(self, graph: Graph, trainable: bool,
+                     collections: Sequence[str] | None) -> None:
         self._trainable = bool(trainable)
         self._optimizer: Any = None
         # (replicas_to_aggregate, total_num_replicas) when a SyncReplicasOptimizer trains
@@ -433,14 +503,26 @@ class Variable(_VariableBase):
         return self._graph
 
     def initial_value_array(self) -> np.ndarray:
-        """The initial value as a C-contiguous array of the variable's dtype and shape."""
+        """The initial value as a C-contiguous array of the variable's dtype and shape (int64
+        for int32). An initializer the ps task computes is computed here on the host, with
+        the same values (``psrt.init_ops.initial_value``)."""
+        if self._init_spec is not None:
+            return initial_value(self._init_spec, self._shape, self._wire_dtype)
         if self._init_fn is None:
+            assert self._initial_value is not None
             return self._initial_value
         value = _c_array(self._init_fn(), self._wire_dtype)
         if value.shape != self._shape:
             raise ValueError(f"initializer of '{self._name}' returned shape {value.shape}; "
                              f"expected {self._shape}")
         return value
+
+    def _ps_initial_value(self) -> np.ndarray | dict[str, Any]:
+        """What a session sends to initialize the variable: the initializer's specification
+        (a dict the ps task computes the value from), else the value."""
+        if self._init_spec is not None:
+            return dict(self._init_spec)
+        return self.initial_value_array()
 
     @property
     def initializer(self) -> "Operation":
@@ -588,6 +670,7 @@ def _flatten(var_list: Iterable[Any]) -> list[Variable]:
 # ---- get_variable, initializers, partitioners ---------------------------------------------
 
 DEFAULT_GRAPH_SEED = 87654321  # TF's, used when only an op seed is given
+_MAXINT32 = 2**31 - 1  # TF's random_seed._MAXINT32
 
 
 def set_random_seed(seed: int | None) -> None:
@@ -600,103 +683,20 @@ def set_random_seed(seed: int | None) -> None:
 
 
 def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
-    """``(graph seed, op seed)`` for an op with ``op_seed``, as TF's ``random_seed.get_seed``:
-    with a graph seed and no op seed, the op seed is the next of the graph's counter; with
-    an op seed only, the graph seed is ``DEFAULT_GRAPH_SEED``; with neither, (None, None)."""
+    """``(graph seed, op seed)`` for an op with ``op_seed``, as TF's ``random_seed.get_seed``
+    (tensorflow/python/framework/random_seed.py): with a graph seed and no op seed, the op
+    seed is the next of the graph's counter; with an op seed only, the graph seed is
+    ``DEFAULT_GRAPH_SEED``; with neither, (None, None). Seeds are reduced modulo 2**31 - 1,
+    and (0, 0) becomes (0, 2**31 - 1), as TF's."""
     graph = get_default_graph()
     if graph.seed is not None:
-        return graph.seed, (graph._next_op_seed() if op_seed is None else int(op_seed))
-    if op_seed is not None:
-        return DEFAULT_GRAPH_SEED, int(op_seed)
-    return None, None
-
-
-def _rng_factory(seed: int | None) -> Callable[[], np.random.Generator]:
-    """The random generator each call of an initializer draws from. With ``seed``: one
-    stream for the initializer's life (psrt's rule since its first release). Without: a
-    generator seeded from the graph seed and a new op seed per call when the graph has a
-    seed (:func:`set_random_seed`), else an unseeded one."""
-    if seed is not None:
-        rng = np.random.default_rng(seed)
-        return lambda: rng
-
-    def make() -> np.random.Generator:
-        graph_seed, op_seed = get_seed(None)
-        return np.random.default_rng(None if graph_seed is None else [graph_seed, op_seed])
-    return make
-
-
-def zeros_initializer(dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Returns an initializer of zeros, as ``tf.zeros_initializer``."""
-    return lambda shape, dtype=dtype, partition_info=None: np.zeros(shape, dtype)
-
-
-def ones_initializer(dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Returns an initializer of ones, as ``tf.ones_initializer``."""
-    return lambda shape, dtype=dtype, partition_info=None: np.ones(shape, dtype)
-
-
-def constant_initializer(value: Any = 0, dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Fills with ``value`` (scalar, or an array reshaped to the shape), as TF."""
-    def init(shape, dtype=dtype, partition_info=None):
-        v = np.asarray(value, dtype)
-        return np.full(shape, v, dtype) if v.ndim == 0 else v.reshape(shape).copy()
-    return init
-
-
-def random_normal_initializer(mean: float = 0.0, stddev: float = 1.0, seed: int | None = None,
-                              dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Normal values (mean, stddev; seeded by ``seed``), as ``tf.random_normal_initializer``."""
-    rng = _rng_factory(seed)
-    return lambda shape, dtype=dtype, partition_info=None: rng().normal(
-        mean, stddev, shape).astype(dtype)
-
-
-def truncated_normal_initializer(mean: float = 0.0, stddev: float = 1.0,
-                                 seed: int | None = None,
-                                 dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Normal values re-drawn when more than 2 stddev from the mean, as TF."""
-    make_rng = _rng_factory(seed)
-
-    def init(shape, dtype=dtype, partition_info=None):
-        rng = make_rng()
-        out = rng.normal(mean, stddev, shape)
-        bad = np.abs(out - mean) > 2 * stddev
-        while bad.any():
-            out[bad] = rng.normal(mean, stddev, int(bad.sum()))
-            bad = np.abs(out - mean) > 2 * stddev
-        return out.astype(dtype)
-    return init
-
-
-def random_uniform_initializer(minval: float = 0.0, maxval: float | None = None,
-                               seed: int | None = None,
-                               dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Uniform values in [minval, maxval) (maxval default 1), as
-    ``tf.random_uniform_initializer``."""
-    rng = _rng_factory(seed)
-    hi = 1.0 if maxval is None else maxval
-    return lambda shape, dtype=dtype, partition_info=None: rng().uniform(
-        minval, hi, shape).astype(dtype)
-
-
-def glorot_uniform_initializer(seed: int | None = None,
-                               dtype: Any = np.float32) -> Callable[..., np.ndarray]:
-    """Uniform in ±sqrt(6 / (fan_in + fan_out)), as ``tf.glorot_uniform_initializer``."""
-    rng = _rng_factory(seed)
-
-    def init(shape, dtype=dtype, partition_info=None):
-        shape = tuple(shape)
-        if len(shape) == 0:
-            fan_in = fan_out = 1
-        elif len(shape) == 1:
-            fan_in = fan_out = shape[0]
-        else:
-            receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
-            fan_in, fan_out = shape[-2] * receptive, shape[-1] * receptive
-        limit = np.sqrt(6.0 / max(1.0, fan_in + fan_out))
-        return rng().uniform(-limit, limit, shape).astype(dtype)
-    return init
+        op = graph._next_op_seed() if op_seed is None else int(op_seed)
+        seeds: tuple[int | None, int | None] = (graph.seed % _MAXINT32, op % _MAXINT32)
+    elif op_seed is not None:
+        seeds = DEFAULT_GRAPH_SEED, int(op_seed) % _MAXINT32
+    else:
+        seeds = None, None
+    return (0, _MAXINT32) if seeds == (0, 0) else seeds
 
 
 def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
@@ -737,9 +737,12 @@ def get_variable(name: str, shape: Sequence[int] | None = None, dtype: Any = Non
         shape: Shape (sequence of int); needed unless ``initializer`` is an array.
         dtype: float32, float64, int32 or int64 (numpy or ``psrt.float32``...); default:
             the scope's dtype (float32).
-        initializer: A callable ``(shape, dtype=..., partition_info=None) -> array``, an
-            array, a scalar, or None: the scope's initializer, else glorot uniform for
-            floats and zeros for integers, as TF.
+        initializer: A psrt initializer (``psrt.truncated_normal_initializer(...)``, ...:
+            computed on the ps tasks, part by part for a partitioned variable, so this
+            process never holds the value; see ``psrt.init_ops``), another callable
+            ``(shape, dtype=..., partition_info=None) -> array`` (run here), an array, a
+            scalar, or None: the scope's initializer, else glorot uniform for floats and
+            zeros for integers, as TF.
         partitioner: e.g. ``fixed_size_partitioner(n)`` (default: the scope's); gives a
             :class:`PartitionedVariable` whose parts ``name/part_K`` are placed one by one
             (round robin over the ps).
@@ -783,8 +786,9 @@ def get_variable(name: str, shape: Sequence[int] | None = None, dtype: Any = Non
         arr = np.asarray(initializer, dt)
         if shape is None:
             shape = arr.shape
-        init_fn: Callable[..., np.ndarray] = lambda s, dtype=dt, partition_info=None: (
-            np.broadcast_to(arr, s).copy() if arr.ndim == 0 else arr.reshape(s).copy())
+        init_fn: Callable[..., np.ndarray] = (
+            Constant(arr.item(), dtype=dt) if arr.ndim == 0 else
+            lambda s, dtype=dt, partition_info=None: arr.reshape(s).copy())
     else:
         if shape is None:
             raise ValueError(f"Shape of a new variable ({full}) must be fully defined, but "
@@ -792,28 +796,43 @@ def get_variable(name: str, shape: Sequence[int] | None = None, dtype: Any = Non
         init_fn = initializer or (glorot_uniform_initializer() if dt.kind == "f"
                                   else zeros_initializer())
     shape = tuple(int(d) for d in shape)
+    # A psrt initializer is computed on the ps tasks, part by part (TF's get_variable gives
+    # each part functools.partial(initializer, shape, dtype, partition_info)); its seed is
+    # decided once, so every part draws from the same stream as the whole would.
+    on_ps = False
+    if isinstance(init_fn, Initializer):
+        init_fn = init_fn._seeded()
+        on_ps = init_fn._spec(shape, dt) is not None
     # As TF's VariableScope.get_variable: the variable's name is the variable scope's path,
     # outside any name scope.
     with graph.name_scope(None):
         if partitioner is None:
-            full_value = init_fn(shape, dtype=dt)
+            value: Any = (functools.partial(init_fn, shape, dtype=dt) if on_ps
+                          else np.asarray(init_fn(shape, dtype=dt), dt))
             var: Variable | PartitionedVariable = Variable(
-                np.asarray(full_value, dt), trainable=trainable, name=full, dtype=dt,
-                collections=collections)
+                value, trainable=trainable, name=full, dtype=dt, collections=collections)
         else:
             if len(shape) == 0:
                 raise ValueError(f"cannot partition scalar variable {full}")
             parts = partitioner(shape, dtype=dt)
             n = int(parts[0])
-            full_value = np.asarray(init_fn(shape, dtype=dt), dt)
             # TF's split: the first (rows % n) parts get one extra row.
             base, extra = divmod(shape[0], n)
             offsets = [0]
             for k in range(n):
                 offsets.append(offsets[-1] + base + (1 if k < extra else 0))
-            pieces = [Variable(full_value[offsets[k]:offsets[k + 1]], trainable=trainable,
-                               name=f"{full}/part_{k}", dtype=dt, collections=collections)
-                      for k in range(n)]
+            full_value = None if on_ps else np.asarray(init_fn(shape, dtype=dt), dt)
+            pieces = []
+            for k in range(n):
+                rows = offsets[k + 1] - offsets[k]
+                if full_value is None:
+                    info = _PartitionInfo(shape, [offsets[k]] + [0] * (len(shape) - 1))
+                    value = functools.partial(init_fn, (rows,) + shape[1:], dtype=dt,
+                                              partition_info=info)
+                else:
+                    value = full_value[offsets[k]:offsets[k + 1]]
+                pieces.append(Variable(value, trainable=trainable, name=f"{full}/part_{k}",
+                                       dtype=dt, collections=collections))
             var = PartitionedVariable(full, shape, dt, pieces, offsets)
     _get_variable_store(graph)[full] = var
     return var
