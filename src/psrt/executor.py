@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from psrt import embedding_ops as _embedding
 from psrt import errors
 from psrt import graph as _graph
 from psrt.graph import Tensor
@@ -138,6 +139,8 @@ class Executor:
                 var_values = {id(v): results[base + k]
                               for k, v in enumerate(pending.variables)} if pending.variables \
                     else {}
+                if pending.lookups:  # embedding lookups: pull only the rows they touch
+                    _embedding.prepare_rows(self, [pending], var_values, feeds, rs.memo)
                 _graph.evaluate(pending, var_values, feeds, rs.memo)
                 rs.pending = None
         for i, leaf in enumerate(leaves):
@@ -157,6 +160,11 @@ class Executor:
         nodes = _graph.nodes_of(self._graph)
         out = {}
         for k, val in feed_dict.items():
+            expand = getattr(k, "_psrt_feed_items", None)
+            if expand is not None:  # a SparseTensor: a value for each placeholder of it
+                for p, v in expand(val):
+                    out[p.op.name] = _graph.convert_feed(p, v)
+                continue
             if isinstance(k, Tensor):
                 if k.op.type == "Placeholder":
                     val = _graph.convert_feed(k, val)
@@ -314,9 +322,14 @@ class Executor:
         var_list = op.var_list
         if op.loss is not None:
             plan = _graph.plan_for([op.loss], feeds)
-            values = self._values_for(var_list)
-            var_values = {id(v): x for v, x in zip(var_list, values)}
             pending = rs.pending if rs is not None else None
+            # Variables read only through embedding lookups are not pulled whole: their
+            # rows are (prepare_rows) and their gradients are row-sparse.
+            read = {id(v) for v in plan.variables}
+            dense = [v for v in var_list if id(v) in read] \
+                if plan.lookups or (pending is not None and pending.lookups) else var_list
+            values = self._values_for(dense)
+            var_values = {id(v): x for v, x in zip(dense, values)}
             others = [v for v in plan.variables if id(v) not in var_values]
             if pending is not None:
                 others += [v for v in pending.variables
@@ -324,8 +337,16 @@ class Executor:
             if others:
                 var_values.update(zip(map(id, others), self._pull_new(others)))
             memo = rs.memo if rs is not None else {}
-            loss, grads = _graph.value_and_gradients(plan, op.loss, var_list, var_values,
-                                                     feeds, memo)
+            rows: list[Any] = []
+            known: dict[int, Any] = {}
+            if plan.lookups or (pending is not None and pending.lookups):
+                known = _embedding.prepare_rows(self, [plan, pending], var_values, feeds, memo)
+                rows = _embedding.trainable_rows(plan, var_list)
+            loss, grads = _graph.value_and_gradients(plan, op.loss, list(dense) + rows,
+                                                     var_values, feeds, memo, known)
+            if dense is not var_list or rows:
+                grads = _embedding.table_gradients(var_list, dense, grads[:len(dense)], rows,
+                                                   grads[len(dense):], var_values)
             if pending is not None:
                 _graph.evaluate(pending, var_values, feeds, memo)
                 rs.pending = None  # type: ignore[union-attr]
@@ -361,6 +382,8 @@ class Executor:
         others = [v for v in pending.variables if id(v) not in var_values]
         if others:
             var_values.update(zip(map(id, others), self._pull_new(others)))
+        if pending.lookups:
+            _embedding.prepare_rows(self, [pending], var_values, feeds, rs.memo)
         _graph.evaluate(pending, var_values, feeds, rs.memo)
         _own_all(rs)
         rs.pending = None
@@ -395,7 +418,7 @@ class Executor:
             if g is None:
                 continue
             if isinstance(g, IndexedSlices):
-                sparse.append((v, g, self._sparse_indices(v, g)))
+                sparse.extend(self._sparse_parts(v, g))
                 continue
             handles, pieces = self._dense_parts(v, g)
             dense_h.extend(handles)
@@ -433,14 +456,29 @@ class Executor:
             self._last_step[id(gs)] = step
         return loss
 
+    def _sparse_parts(self, v: Any, g: IndexedSlices
+                      ) -> list[tuple[Variable, IndexedSlices, np.ndarray]]:
+        """(variable, gradient, int64 indices) of each part of ``v`` that ``g`` touches: a
+        PartitionedVariable's rows (indices into its whole value, part ``k`` holding
+        ``offsets[k]:offsets[k+1]``) go to their parts with part-local indices."""
+        idx = self._sparse_indices(v, g)
+        if not isinstance(v, PartitionedVariable):
+            return [(v, g, idx)]
+        off = v.offsets
+        part = np.searchsorted(np.asarray(off[1:-1], np.int64), idx, side="right")
+        out = []
+        for k, p in enumerate(v._get_variable_list()):
+            m = part == k
+            if m.any():
+                local = np.ascontiguousarray(idx[m] - off[k])
+                out.append((p, IndexedSlices(np.ascontiguousarray(g.values[m]), local,
+                                             p.shape), local))
+        return out
+
     def _sparse_indices(self, v: Any, g: IndexedSlices) -> np.ndarray:
         """``g.indices`` as the int64 C-contiguous array the core takes, every index checked
         here, before anything of the step is sent: a bad one fails the whole step rather
         than leave the step's other updates applied."""
-        if isinstance(v, PartitionedVariable):
-            raise errors.UnimplementedError(
-                None, None, f"row-sparse gradients for partitioned variable '{v.name}' are not "
-                f"supported yet; push a dense gradient")
         idx = np.asarray(g.indices)
         if idx.dtype != np.int64:
             if idx.dtype.kind not in "iu":
@@ -510,9 +548,10 @@ class Executor:
                 if g is None:
                     continue
                 if isinstance(g, IndexedSlices):
-                    sparse_i.append(self._sparse_indices(v, g))
-                    sparse_h.append(self._handle(v))
-                    sparse_r.append(g.values)
+                    for part, gp, idx in self._sparse_parts(v, g):
+                        sparse_i.append(idx)
+                        sparse_h.append(self._handle(part))
+                        sparse_r.append(gp.values)
                 else:
                     handles, pieces = self._dense_parts(v, g)
                     push_h.extend(handles)

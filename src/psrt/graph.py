@@ -371,6 +371,15 @@ def _is_graph_value(x: Any) -> bool:
     return isinstance(x, (Tensor, Variable, PartitionedVariable))
 
 
+class RunInput:
+    """An op input whose value the executor supplies at each run, as it supplies variables'
+    values: the rows of a variable that the run's embedding lookups touch
+    (``psrt/embedding_ops.py``). A :class:`Plan` lists them in ``run_inputs`` and the ops
+    reading them in ``lookups``; :func:`evaluate` takes their values from ``var_values``."""
+
+    __slots__ = ("__weakref__",)
+
+
 # ---- custom gradients ------------------------------------------------------------------------
 
 class _Pending(threading.local):
@@ -439,12 +448,15 @@ class Plan:
     run feeding a computed tensor gets a plan that stops there (TF prunes what a fed
     tensor depends on)."""
 
-    __slots__ = ("nodes", "variables", "placeholders", "derived_names")
+    __slots__ = ("nodes", "variables", "placeholders", "derived_names", "run_inputs",
+                 "lookups")
 
     def __init__(self, targets: Iterable[Tensor], fed: Any = ()) -> None:
         self.nodes: list[Node] = []
         self.variables: list[Any] = []
         self.placeholders: list[Tensor] = []
+        self.run_inputs: list[RunInput] = []
+        self.lookups: list[Node] = []
         seen: set[int] = set()
         seen_vars: set[int] = set()
         stack: list[tuple[Node, bool]] = [(t.op, False) for t in reversed(list(targets))]
@@ -469,6 +481,12 @@ class Plan:
                 elif isinstance(x, (Variable, PartitionedVariable)) and id(x) not in seen_vars:
                     seen_vars.add(id(x))
                     self.variables.append(x)
+                elif isinstance(x, RunInput):
+                    if not self.lookups or self.lookups[-1] is not node:
+                        self.lookups.append(node)
+                    if id(x) not in seen_vars:
+                        seen_vars.add(id(x))
+                        self.run_inputs.append(x)
         self.derived_names = frozenset(n.name for n in self.nodes if n.type == "PyFunc")
 
 
@@ -558,7 +576,7 @@ def evaluate(plan: Plan, var_values: dict[int, Any], feeds: dict[str, Any],
         for x in node.inputs:
             if isinstance(x, Tensor):
                 args.append(memo[id(x)])
-            elif isinstance(x, (Variable, PartitionedVariable)):
+            elif isinstance(x, (Variable, PartitionedVariable, RunInput)):
                 args.append(var_values[id(x)])
             else:
                 args.append(x)
@@ -605,16 +623,18 @@ def _convert_output(node: Node, i: int, value: Any) -> Any:
 
 def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
                         var_values: dict[int, Any], feeds: dict[str, Any],
-                        memo: dict[int, Any]) -> tuple[Any, list[Any]]:
+                        memo: dict[int, Any], known: dict[int, Any] | None = None
+                        ) -> tuple[Any, list[Any]]:
     """``loss``'s value and its gradient for each of ``diff_vars`` (arrays of each
     variable's dtype; zeros for a variable the loss reads but does not depend on), by
     reverse-mode autodiff (autograd) of the plan's functions. Every tensor computed on the
     way is left in ``memo``, unboxed, for other fetches of the run. A non-scalar loss is
-    summed, as ``tf.gradients``."""
+    summed, as ``tf.gradients``. ``known``: tensor values computed earlier in the run and
+    not differentiated (an embedding lookup's ids), used as they are."""
     from autograd.core import VJPNode, add_outgrads, getval, toposort  # noqa: PLC0415
     from autograd.tracer import isbox, new_box, trace_stack  # noqa: PLC0415
 
-    traced: dict[int, Any] = {}
+    traced: dict[int, Any] = dict(known) if known else {}
     with trace_stack.new_trace() as trace:
         roots = [VJPNode.new_root() for _ in diff_vars]
         values = dict(var_values)
@@ -641,7 +661,7 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
     out = []
     for v, g in zip(diff_vars, grads):
         if g is None:
-            out.append(np.zeros(v.shape, v.dtype))
+            out.append(np.zeros(np.shape(var_values[id(v)]), v.dtype))
         else:
             g = np.asarray(g)
             # np.require keeps a 0-d gradient 0-d (np.ascontiguousarray makes it 1-d).

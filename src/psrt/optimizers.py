@@ -219,7 +219,12 @@ class Optimizer:
             ValueError: no variables to optimize.
         """
         if isinstance(loss, Tensor):
-            reached = {id(v) for v in Plan([loss]).variables}
+            plan = Plan([loss])
+            reached = {id(v) for v in plan.variables}
+            if plan.run_inputs:  # variables read through embedding lookups (their rows)
+                from psrt.embedding_ops import looked_up  # noqa: PLC0415  (imports us)
+
+                reached |= looked_up(plan)
             if var_list is None:
                 # TF's default: every trainable variable (a partitioned one whole, when the
                 # loss reads it whole); those the loss does not read get None.
