@@ -19,7 +19,7 @@ import numpy as np
 from psrt import errors
 from psrt import variables as _variables
 from psrt.graph import Plan, Tensor
-from psrt.hooks import SessionRunHook
+from psrt.hooks import SessionRunArgs, SessionRunHook
 from psrt.variables import Operation, PartitionedVariable, Variable
 
 _logger = logging.getLogger("psrt")
@@ -112,12 +112,20 @@ class _LazyGradient:
 
 
 def _check_lr(learning_rate: Any, who: str) -> Any:
-    if callable(learning_rate):
+    if isinstance(learning_rate, Tensor) or callable(learning_rate):
         return learning_rate
     if not isinstance(learning_rate, numbers.Real) or isinstance(learning_rate, bool):
+        # (A psrt.Tensor is accepted too; tests/test_optimizers.py pins this message.)
         raise TypeError(f"{who}: learning_rate must be a number or a callable returning one; "
                         f"got {learning_rate!r}")
     return float(learning_rate)
+
+
+def _check_real(value: Any, what: str, who: str) -> float:
+    """``value`` as a float, or TypeError naming ``what``, the optimizer and the value."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{who}: {what} must be a number; got {value!r}")
+    return float(value)
 
 
 class Optimizer:
@@ -146,14 +154,27 @@ class Optimizer:
         """The optimizer's name (str)."""
         return self._name
 
-    def _learning_rate_value(self) -> float:
+    def _learning_rate_value(self, read: Callable[[Tensor], Any] | None = None) -> float:
+        """The learning rate of the step being pushed (float): the number given, the
+        callable's value now, or the value of a :class:`psrt.Tensor` learning rate (a
+        ``psrt.train.*_decay`` schedule, a placeholder) computed by ``read`` in the run.
+
+        Raises:
+            ValueError: a Tensor learning rate and no ``read`` (outside a run).
+        """
         lr = self._learning_rate
+        if isinstance(lr, Tensor):
+            if read is None:
+                raise ValueError(f"{self._name}: the learning rate {lr!r} is a psrt.Tensor, "
+                                 f"computed in a Session.run only")
+            return float(np.asarray(read(lr)))
         return float(lr() if callable(lr) else lr)
 
     def _hyper(self) -> dict[str, float]:
-        """Hyper-parameters sent when a variable is registered on its ps task."""
-        return {"learning_rate": self._learning_rate_value(),
-                "use_locking": float(self._use_locking)}
+        """Hyper-parameters sent when a variable is registered on its ps task. Every push
+        carries the step's learning rate; a Tensor one registers as 0.0."""
+        lr = 0.0 if isinstance(self._learning_rate, Tensor) else self._learning_rate_value()
+        return {"learning_rate": lr, "use_locking": float(self._use_locking)}
 
     def get_slot_names(self) -> list[str]:
         """Slot names, sorted (e.g. ``["accumulator"]`` for Adagrad)."""
@@ -448,6 +469,299 @@ class AdamOptimizer(Optimizer):
                 "epsilon": self._epsilon}
 
 
+# ---- TF1's other optimizers (fused kernels in csrc/kernels*.cc) ----------------------------
+
+def _non_negative(value: Any, what: str, who: str) -> float:
+    """``value`` as a float >= 0, or TF's ValueError "<what> <value> needs to be positive or
+    zero" (tensorflow/python/training/ftrl.py)."""
+    v = _check_real(value, what, who)
+    if v < 0.0:
+        raise ValueError(f"{what} {v:f} needs to be positive or zero")
+    return v
+
+
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta, as ``tf.train.AdadeltaOptimizer`` (tensorflow/core/kernels/training_ops.cc
+    ApplyAdadelta): ``accum = rho*accum + (1-rho)*g*g``; ``update = sqrt(accum_update +
+    epsilon) / sqrt(accum + epsilon) * g``; ``var -= lr*update``; ``accum_update =
+    rho*accum_update + (1-rho)*update*update``. Slots ``accum`` and ``accum_update``
+    (variables ``<var>/Adadelta`` and ``<var>/Adadelta_1``) start at zero.
+
+    Args:
+        learning_rate: float (default 0.001, TF's), a :class:`psrt.Tensor` (e.g. a
+            ``psrt.train.*_decay`` schedule) or a callable returning a float, read at each step.
+        rho: The decay rate (float, default 0.95).
+        epsilon: float (default 1e-8), added inside both square roots.
+        use_locking: Serialize updates per variable.
+        name: Default "Adadelta".
+
+    Raises:
+        TypeError: ``learning_rate``, ``rho`` or ``epsilon`` is not a number.
+    """
+
+    _kernel = "Adadelta"
+    _slot_keys = ("accum", "accum_update")
+
+    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-8,
+                 use_locking: bool = False, name: str = "Adadelta") -> None:
+        super().__init__(use_locking, name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._rho = _check_real(rho, "rho", name)
+        self._epsilon = _check_real(epsilon, "epsilon", name)
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "rho": self._rho, "epsilon": self._epsilon}
+
+
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging, as ``tf.train.AdagradDAOptimizer`` (training_ops.cc
+    ApplyAdagradDA): ``g_acc += g``; ``gg_acc += g*g``; ``var = -sign(g_acc) * lr *
+    max(|g_acc| - l1*t, 0) / (l2*t*lr + sqrt(gg_acc))`` with ``t`` the step count. Slots
+    ``gradient_accumulator`` (zeros) and ``gradient_squared_accumulator`` (starting at
+    ``initial_gradient_squared_accumulator_value``), variables ``<var>/AdagradDA`` and
+    ``<var>/AdagradDA_1``.
+
+    ``t``: TF passes ``global_step + 1``; psrt's ps task counts the updates applied to the
+    variable since it was initialized, plus one: the same value when training starts at
+    global step 0 and every step updates the variable once. ``global_step`` is required,
+    as TF's signature has it. The count is not saved in checkpoints: after a restore it
+    starts again at 1 (it only matters with ``l1`` or ``l2`` > 0).
+
+    Args:
+        learning_rate: float, :class:`psrt.Tensor` or callable, read at each step.
+        global_step: The global step variable (required, as TF).
+        initial_gradient_squared_accumulator_value: float > 0 (default 0.1).
+        l1_regularization_strength: float >= 0 (default 0.0).
+        l2_regularization_strength: float >= 0 (default 0.0).
+        use_locking: Serialize updates per variable.
+        name: Default "AdagradDA".
+
+    Raises:
+        ValueError: ``initial_gradient_squared_accumulator_value`` <= 0 (TF's message), or
+            a regularization strength < 0 (the message of TF's kernel check).
+        TypeError: ``global_step`` is not a psrt Variable, or a number is not a number.
+    """
+
+    _kernel = "AdagradDA"
+    _slot_keys = ("gradient_accumulator", "gradient_squared_accumulator")
+
+    def __init__(self, learning_rate: Any, global_step: Any,
+                 initial_gradient_squared_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "AdagradDA") -> None:
+        init = _check_real(initial_gradient_squared_accumulator_value,
+                           "initial_gradient_squared_accumulator_value", name)
+        if init <= 0.0:
+            raise ValueError(f"initial_gradient_squared_accumulator_value must be positive: "
+                             f"{initial_gradient_squared_accumulator_value}")
+        if not isinstance(global_step, Variable):
+            raise TypeError(f"{name}: global_step must be the global step psrt.Variable "
+                            f"(psrt.train.get_or_create_global_step()); got {global_step!r}")
+        super().__init__(use_locking, name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._global_step = global_step
+        self._initial_gradient_squared_accumulator_value = init
+        self._l1 = _non_negative(l1_regularization_strength, "l1_regularization_strength",
+                                 name)
+        self._l2 = _non_negative(l2_regularization_strength, "l2_regularization_strength",
+                                 name)
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "slot_init": 0.0,
+                "slot_init2": self._initial_gradient_squared_accumulator_value,
+                "l1": self._l1, "l2": self._l2}
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-proximal, as ``tf.train.FtrlOptimizer`` (training_ops.cc ApplyFtrl, and
+    ApplyFtrlV2 when ``l2_shrinkage_regularization_strength`` > 0): with ``p =
+    -learning_rate_power``, ``g' = g + 2*l2_shrinkage*var`` (V2), ``accum_new = accum +
+    g*g``; ``linear += g' - (accum_new^p - accum^p)/lr * var``; ``var = (sign(linear)*l1 -
+    linear) / (accum_new^p/lr + 2*l2)`` if ``|linear| > l1`` else 0; ``accum = accum_new``.
+    Slots ``accum`` (starting at ``initial_accumulator_value``) and ``linear`` (zeros),
+    variables ``<var>/<accum_name or name>`` and ``<var>/<linear_name or name>`` (TF's
+    ``<var>/Ftrl`` and ``<var>/Ftrl_1`` by default).
+
+    Args:
+        learning_rate: float, :class:`psrt.Tensor` or callable, read at each step.
+        learning_rate_power: float <= 0 (default -0.5).
+        initial_accumulator_value: float >= 0 (default 0.1).
+        l1_regularization_strength: float >= 0 (default 0.0).
+        l2_regularization_strength: float >= 0 (default 0.0).
+        use_locking: Serialize updates per variable.
+        name: Default "Ftrl".
+        accum_name: Suffix of the ``accum`` slot variable's name (default ``name``).
+        linear_name: Suffix of the ``linear`` slot variable's name (default ``name``).
+        l2_shrinkage_regularization_strength: float >= 0 (default 0.0): TF's magnitude
+            penalty (FtrlV2); on row-sparse gradients only the given rows shrink.
+
+    Raises:
+        ValueError: an argument outside its range, with TF's message (e.g.
+            "learning_rate_power 0.500000 needs to be negative or zero").
+    """
+
+    _kernel = "Ftrl"
+    _slot_keys = ("accum", "linear")
+
+    def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "Ftrl", accum_name: str | None = None,
+                 linear_name: str | None = None,
+                 l2_shrinkage_regularization_strength: float = 0.0) -> None:
+        super().__init__(use_locking, name)
+        init = _non_negative(initial_accumulator_value, "initial_accumulator_value", name)
+        power = _check_real(learning_rate_power, "learning_rate_power", name)
+        if power > 0.0:
+            raise ValueError(f"learning_rate_power {power:f} needs to be negative or zero")
+        self._l1 = _non_negative(l1_regularization_strength, "l1_regularization_strength",
+                                 name)
+        self._l2 = _non_negative(l2_regularization_strength, "l2_regularization_strength",
+                                 name)
+        self._l2_shrinkage = _non_negative(l2_shrinkage_regularization_strength,
+                                           "l2_shrinkage_regularization_strength", name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._learning_rate_power = power
+        self._initial_accumulator_value = init
+        self._accum_name = accum_name
+        self._linear_name = linear_name
+
+    def _slot_var_names(self) -> list[str]:
+        # TF makes each slot variable "<var>/<accum_name or name>" and
+        # "<var>/<linear_name or name>", the second uniquified with "_1" when they clash.
+        first = self._accum_name or self._name
+        second = self._linear_name or self._name
+        return [first, f"{second}_1" if second == first else second]
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "slot_init": self._initial_accumulator_value,
+                "slot_init2": 0.0, "lr_power": self._learning_rate_power, "l1": self._l1,
+                "l2": self._l2, "l2_shrinkage": self._l2_shrinkage}
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """Proximal gradient descent (FOBOS), as ``tf.train.ProximalGradientDescentOptimizer``
+    (training_ops.cc ApplyProximalGradientDescent): ``prox = var - lr*g``; ``var =
+    sign(prox) * max(|prox| - lr*l1, 0) / (1 + lr*l2)``. No slots.
+
+    Args:
+        learning_rate: float, :class:`psrt.Tensor` or callable, read at each step.
+        l1_regularization_strength: float >= 0 (default 0.0).
+        l2_regularization_strength: float >= 0 (default 0.0).
+        use_locking: Serialize updates per variable.
+        name: Default "ProximalGradientDescent".
+
+    Raises:
+        ValueError: a regularization strength < 0 (TF's kernel refuses it).
+    """
+
+    _kernel = "ProximalGradientDescent"
+
+    def __init__(self, learning_rate: Any, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "ProximalGradientDescent") -> None:
+        super().__init__(use_locking, name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._l1 = _non_negative(l1_regularization_strength, "l1_regularization_strength",
+                                 name)
+        self._l2 = _non_negative(l2_regularization_strength, "l2_regularization_strength",
+                                 name)
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "l1": self._l1, "l2": self._l2}
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """Proximal Adagrad, as ``tf.train.ProximalAdagradOptimizer`` (training_ops.cc
+    ApplyProximalAdagrad): ``accum += g*g``; ``rate = lr/sqrt(accum)``; ``prox = var -
+    rate*g``; ``var = sign(prox) * max(|prox| - rate*l1, 0) / (1 + rate*l2)``. Slot
+    ``accumulator`` (variable ``<var>/ProximalAdagrad``) starts at
+    ``initial_accumulator_value``.
+
+    Args:
+        learning_rate: float, :class:`psrt.Tensor` or callable, read at each step.
+        initial_accumulator_value: float > 0 (default 0.1).
+        l1_regularization_strength: float >= 0 (default 0.0).
+        l2_regularization_strength: float >= 0 (default 0.0).
+        use_locking: Serialize updates per variable.
+        name: Default "ProximalAdagrad".
+
+    Raises:
+        ValueError: ``initial_accumulator_value`` <= 0 (TF's message), a regularization
+            strength < 0.
+    """
+
+    _kernel = "ProximalAdagrad"
+    _slot_keys = ("accumulator",)
+
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "ProximalAdagrad") -> None:
+        init = _check_real(initial_accumulator_value, "initial_accumulator_value", name)
+        if init <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: "
+                             f"{initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._initial_accumulator_value = init
+        self._l1 = _non_negative(l1_regularization_strength, "l1_regularization_strength",
+                                 name)
+        self._l2 = _non_negative(l2_regularization_strength, "l2_regularization_strength",
+                                 name)
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "slot_init": self._initial_accumulator_value,
+                "l1": self._l1, "l2": self._l2}
+
+
+class RMSPropOptimizer(Optimizer):
+    """RMSProp, as ``tf.train.RMSPropOptimizer`` (training_ops.cc ApplyRMSProp and, with
+    ``centered``, ApplyCenteredRMSProp): ``ms = decay*ms + (1-decay)*g*g``; centered also
+    ``mg = decay*mg + (1-decay)*g`` and ``ms - mg*mg`` in place of ``ms`` below; ``mom =
+    momentum*mom + lr*g/sqrt(ms + epsilon)``; ``var -= mom``. Slots ``rms`` (starting at
+    ones, as TF), ``momentum`` (zeros) and, centered, ``mg`` (zeros); their variables are
+    named in TF's creation order: ``<var>/RMSProp`` (rms), then ``<var>/RMSProp_1`` (mg when
+    centered, else momentum), then ``<var>/RMSProp_2`` (momentum when centered).
+
+    Args:
+        learning_rate: float, :class:`psrt.Tensor` or callable, read at each step.
+        decay: The discounting factor of the history (float, default 0.9).
+        momentum: float (default 0.0).
+        epsilon: float (default 1e-10, TF1's).
+        use_locking: Serialize updates per variable.
+        centered: Normalize by the estimated variance of the gradient (default False).
+        name: Default "RMSProp".
+
+    Raises:
+        TypeError: ``decay``, ``momentum`` or ``epsilon`` is not a number.
+    """
+
+    def __init__(self, learning_rate: Any, decay: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp") -> None:
+        super().__init__(use_locking, name)
+        self._learning_rate = _check_lr(learning_rate, name)
+        self._decay = _check_real(decay, "decay", name)
+        self._momentum = _check_real(momentum, "momentum", name)
+        self._epsilon = _check_real(epsilon, "epsilon", name)
+        self._centered = bool(centered)
+        # The kernels' slot order: rms, momentum (, mg).
+        self._kernel = "CenteredRMSProp" if self._centered else "RMSProp"
+        self._slot_keys = ("rms", "momentum", "mg") if self._centered else ("rms", "momentum")
+
+    def _slot_var_names(self) -> list[str]:
+        n = self._name
+        return [n, f"{n}_2", f"{n}_1"] if self._centered else [n, f"{n}_1"]
+
+    def _hyper(self) -> dict[str, float]:
+        return {**super()._hyper(), "rho": self._decay, "momentum": self._momentum,
+                "epsilon": self._epsilon, "slot_init": 1.0, "slot_init2": 0.0,
+                "slot_init3": 0.0}
+
+
 # ---- synchronous training ------------------------------------------------------------------
 
 def _replica_count(value: Any, what: str) -> int:
@@ -489,6 +803,14 @@ class SyncReplicasOptimizer(Optimizer):
     :meth:`make_session_run_hook` have nothing to do in psrt; they return objects that do
     nothing when run or started, so TF code calling them works unchanged.
 
+    ``variable_averages``: as TF, where the chief's queue runner updates the moving averages
+    after each aggregated update, the chief's hook (``make_session_run_hook(is_chief=True)``,
+    which MonitoredTrainingSession must be given, as TF) runs
+    ``variable_averages.apply(variables_to_average)`` after each of the chief's runs whose
+    global step shows a completed step: the averages see the values of that step (the
+    chief's run ends only once its step is complete). The op is built in
+    :meth:`apply_gradients`, so its shadow variables exist before a Saver is made.
+
     Example::
 
         opt = psrt.train.SyncReplicasOptimizer(
@@ -509,16 +831,18 @@ class SyncReplicasOptimizer(Optimizer):
             (int >= 1).
         total_num_replicas: The number of workers running the train op (int >= 1); default
             R.
-        variable_averages: Must be None: psrt has no ``ExponentialMovingAverage``.
-        variables_to_average: Ignored (TF uses it only with ``variable_averages``).
+        variable_averages: A :class:`psrt.train.ExponentialMovingAverage` updated by the
+            chief after each step, or None.
+        variables_to_average: The variables it averages (default: the trainable ones, as
+            ``ExponentialMovingAverage.apply(None)``).
         use_locking: Kept for TF's signature; ``opt``'s ``use_locking`` governs the update.
         name: Default "sync_replicas".
 
     Raises:
         TypeError: ``opt`` is not a psrt Optimizer, or is a SyncReplicasOptimizer;
-            ``replicas_to_aggregate`` or ``total_num_replicas`` is not an int.
+            ``replicas_to_aggregate`` or ``total_num_replicas`` is not an int;
+            ``variable_averages`` is not an ExponentialMovingAverage.
         ValueError: ``replicas_to_aggregate`` or ``total_num_replicas`` is < 1.
-        UnimplementedError: ``variable_averages`` is not None.
     """
 
     def __init__(self, opt: Optimizer, replicas_to_aggregate: int,
@@ -532,10 +856,11 @@ class SyncReplicasOptimizer(Optimizer):
         total = replicas if total_num_replicas is None else _replica_count(
             total_num_replicas, "total_num_replicas")
         if variable_averages is not None:
-            raise errors.UnimplementedError(
-                None, None, f"SyncReplicasOptimizer: variable_averages={variable_averages!r} is "
-                f"not supported: psrt has no ExponentialMovingAverage; pass "
-                f"variable_averages=None")
+            from psrt.moving_averages import ExponentialMovingAverage  # noqa: PLC0415
+            if not isinstance(variable_averages, ExponentialMovingAverage):
+                raise TypeError(f"SyncReplicasOptimizer: variable_averages must be a "
+                                f"psrt.train.ExponentialMovingAverage or None; got "
+                                f"{variable_averages!r}")
         super().__init__(use_locking, name)
         _logger.info("SyncReplicasV2: replicas_to_aggregate=%s; total_num_replicas=%s",
                      replicas, total)
@@ -547,10 +872,11 @@ class SyncReplicasOptimizer(Optimizer):
         self._gradients_applied = False
         self._global_step: Variable | None = None
         self._chief_queue_runner: _NoQueueRunner | None = None
+        self._averages_op: Operation | None = None
 
     # The wrapped optimizer's kernel, learning rate and hyper-parameters are the update's.
-    def _learning_rate_value(self) -> float:
-        return self._opt._learning_rate_value()
+    def _learning_rate_value(self, read: Callable[[Tensor], Any] | None = None) -> float:
+        return self._opt._learning_rate_value(read)
 
     def _hyper(self) -> dict[str, float]:
         return self._opt._hyper()
@@ -617,6 +943,10 @@ class SyncReplicasOptimizer(Optimizer):
         self.chief_init_op = Operation("noop", name=f"{self._name}/chief_init")
         self.ready_for_local_init_op = _variables.report_uninitialized_variables(
             _variables.global_variables())
+        if self._variable_averages is not None and self._averages_op is None:
+            # TF: the chief's update runs variable_averages.apply(variables_to_average)
+            # after the aggregated update; here the chief's hook runs this op.
+            self._averages_op = self._variable_averages.apply(self._variables_to_average)
         self._gradients_applied = True
         return train_op
 
@@ -706,13 +1036,46 @@ class _NoQueueRunner:
 class _SyncReplicasOptimizerHook(SessionRunHook):
     """TF's ``_SyncReplicasOptimizerHook``: checks the optimizer in ``begin()``; nothing to
     run after the session is created (psrt has no local step, token queue or chief queue
-    runner)."""
+    runner). On the chief of an optimizer with ``variable_averages`` it updates the moving
+    averages after each run that completed a step (TF's chief queue runner does it after
+    each aggregated update)."""
 
     def __init__(self, sync_optimizer: SyncReplicasOptimizer, is_chief: bool,
                  num_tokens: int) -> None:
         self._sync_optimizer = sync_optimizer
         self._is_chief = is_chief
         self._num_tokens = num_tokens
+        self._averaged_step: int | None = None
+
+    def _averages(self) -> tuple[Operation, Variable] | None:
+        opt = self._sync_optimizer
+        if not self._is_chief or opt._averages_op is None or opt._global_step is None:
+            return None
+        return opt._averages_op, opt._global_step
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        """Chief with moving averages: reads the global step the averages start from."""
+        if self._averages() is not None:
+            self._averaged_step = int(session.run(self._sync_optimizer._global_step))
+
+    def before_run(self, run_context: Any) -> Any:
+        """Chief with moving averages: fetches the global step with the run (from the push
+        reply: no extra round trip)."""
+        averages = self._averages()
+        if averages is None:
+            return None
+        return SessionRunArgs(averages[1])
+
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        """Chief with moving averages: a run that completed a step (the global step moved)
+        is followed by one run of the averages' update."""
+        averages = self._averages()
+        if averages is None or run_values.results is None:
+            return
+        step = int(run_values.results)
+        if self._averaged_step is None or step > self._averaged_step:
+            run_context.session.run(averages[0])
+            self._averaged_step = step
 
     def begin(self) -> None:
         """Raises TF's ValueErrors: apply_gradients not called yet; (chief) too few
