@@ -302,6 +302,32 @@ def test_partitioned_variable_is_placed_by_part_and_trained_as_one_array(ps2, wo
     assert on0["emb/part_0"]["shape"] == (3, 3) and on1["emb/part_1"]["shape"] == (2, 3)
 
 
+def test_initializers_on_the_ps_reinitialize_and_restore(ps2, worker, tmp_path):
+    # A partitioned get_variable whose initializer the ps tasks compute: trained, then
+    # re-initialized (the same initial value again: psrt's streams are a function of the
+    # seed), then restored from a checkpoint (the trained value), across two ps processes.
+    server = worker(ps2)
+    with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):
+        emb = psrt.get_variable("emb", (9, 4), initializer=psrt.glorot_normal_initializer(3),
+                                partitioner=psrt.fixed_size_partitioner(2))
+        gs = psrt.train.get_or_create_global_step()
+    init = np.concatenate([p.initial_value_array() for p in emb])  # the host's computation
+    train_op = psrt.train.GradientDescentOptimizer(0.5).minimize(
+        lambda e: (0.0, [np.ones_like(e)]), var_list=[emb], global_step=gs)
+    saver = psrt.train.Saver()
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(emb), init, rtol=1e-6, atol=1e-7)
+        sess.run(train_op)
+        trained = sess.run(emb)
+        np.testing.assert_allclose(trained, init - 0.5, rtol=1e-6, atol=1e-6)
+        path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=gs)
+        sess.run(psrt.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(emb), init, rtol=1e-6, atol=1e-7)
+        saver.restore(sess, path)
+        np.testing.assert_array_equal(sess.run(emb), trained)
+
+
 def test_partitioned_variable_gradient_errors(ps2, worker):
     server = worker(ps2)
     with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):

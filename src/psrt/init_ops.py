@@ -68,12 +68,13 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z
 
 
-def _key(seed: int) -> np.ndarray:
+def _key(seed: int) -> Any:
+    """``mix(seed + golden)``: the stream's key, a numpy uint64."""
     z = np.array([(int(seed) + 0x9E3779B97F4A7C15) % 2**64], np.uint64)
     return _mix(z)[0]
 
 
-def _uniform(key: np.uint64, j: np.ndarray, k: int) -> np.ndarray:
+def _uniform(key: Any, j: np.ndarray, k: int) -> np.ndarray:
     """Draw ``k`` of elements ``j`` (uint64): 53 random bits as a float64 in [0, 1)."""
     z = j * np.uint64(64)
     z += np.uint64(k)
@@ -83,7 +84,7 @@ def _uniform(key: np.uint64, j: np.ndarray, k: int) -> np.ndarray:
     return z.astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-def _normal(key: np.uint64, j: np.ndarray, t: int) -> np.ndarray:
+def _normal(key: Any, j: np.ndarray, t: int) -> np.ndarray:
     """Box-Muller from draws 2t and 2t+1."""
     u1 = _uniform(key, j, 2 * t)
     u2 = _uniform(key, j, 2 * t + 1)
@@ -97,7 +98,7 @@ def _normal(key: np.uint64, j: np.ndarray, t: int) -> np.ndarray:
     return u1
 
 
-def _truncated_normal(key: np.uint64, j: np.ndarray) -> np.ndarray:
+def _truncated_normal(key: Any, j: np.ndarray) -> np.ndarray:
     """The first of up to 32 normal draws within 2 of 0 (0.0 if none is)."""
     out = _normal(key, j, 0)
     redo = np.flatnonzero(np.abs(out) > 2.0)
