@@ -16,6 +16,12 @@ steps/s on this job and takes 24 s. Results are printed, and asserted only for c
 figure also goes to the run's closing table (benchmarks/conftest.py), where a missed goal
 shows as MISSED.
 
+Issue 13: the example's model is now written as in TF (placeholders, ``psrt.nn`` forward ops,
+``minimize(loss)`` with automatic gradients). ``test_mnist_dist_autodiff_vs_hand_gradients``
+runs the job both ways interleaved with the numpy loop, and asserts nothing on speed but
+prints both same-run ratios to the numpy loop; the goal is that automatic gradients lose at
+most 10 % against the hand-written ones' ratio (autodiff / hand >= 0.9).
+
 The same job with ``--sync_replicas`` (issue 6: SyncReplicasOptimizer, both workers'
 gradients averaged per step) is measured against the asynchronous job, interleaved in the
 same run. A synchronous global step takes one step of each worker plus the wait for the
@@ -66,7 +72,8 @@ def _example():
 
 
 def numpy_loop(example):
-    """Trains the example's model for STEPS steps in this process; returns (steps/s, acc)."""
+    """Trains the example's model (its hand-written numpy loss and gradients) for STEPS
+    steps in this process, Adagrad written in numpy; returns (steps/s, test accuracy)."""
     from psrt.datasets import mnist
 
     data = mnist.read_data_sets(one_hot=True, seed=0)
@@ -197,3 +204,53 @@ def test_mnist_dist_sync_vs_async_2ps_2workers(benchmark, capsys, figures):
            f"of each worker: 0.5x is free synchronization); test accuracy sync "
            f"{', '.join(f'{a:.4f}' for a in accuracies['sync'])}, async "
            f"{', '.join(f'{a:.4f}' for a in accuracies['async'])}")
+
+
+def test_mnist_dist_autodiff_vs_hand_gradients(benchmark, capsys, figures):
+    benchmark.group = "mnist_dist 2 ps + 2 workers, 2,000 steps, autodiff vs hand gradients"
+    example = _example()
+    numpy_rates: list[float] = []
+    hand_rates: list[float] = []
+    auto_rates: list[float] = []
+    accuracies: dict[str, list[float]] = {"autodiff": [], "hand": []}
+
+    # The numpy loop and the hand-gradient job run in the untimed setup of each round, so
+    # all three are measured interleaved and share whatever else the machine is doing.
+    def setup():
+        rate, accuracy = numpy_loop(example)
+        numpy_rates.append(rate)
+        assert accuracy >= 0.85, accuracy
+        rate, _, accuracy = run_job("--gradients", "hand")
+        hand_rates.append(rate)
+        accuracies["hand"].append(accuracy)
+
+    def job():
+        rate, _, accuracy = run_job("--gradients", "autodiff")
+        auto_rates.append(rate)
+        accuracies["autodiff"].append(accuracy)
+
+    benchmark.pedantic(job, setup=setup, rounds=5, warmup_rounds=0, iterations=1)
+
+    for mode, values in accuracies.items():
+        assert min(values) >= 0.85, (mode, values)
+    numpy_rate = float(np.median(numpy_rates))
+    hand_ratio = float(np.median(hand_rates)) / numpy_rate
+    auto_ratio = float(np.median(auto_rates)) / numpy_rate
+    benchmark.extra_info.update({
+        "numpy_steps_per_sec": round(numpy_rate, 1),
+        "hand_global_steps_per_sec": round(float(np.median(hand_rates)), 1),
+        "autodiff_global_steps_per_sec": round(float(np.median(auto_rates)), 1),
+        "hand_ratio_vs_numpy": round(hand_ratio, 3),
+        "autodiff_ratio_vs_numpy": round(auto_ratio, 3),
+        "test_accuracy": accuracies,
+    })
+    figures.add("mnist_dist hand gradients / numpy loop", hand_ratio, "x")
+    figures.add("mnist_dist autodiff / numpy loop", auto_ratio, "x")
+    met = figures.add("mnist_dist autodiff ratio / hand ratio", auto_ratio / hand_ratio, "x",
+                      at_least=0.9)
+    report(capsys,
+           f"mnist_dist 2 ps + 2 workers (medians of 5 interleaved rounds): numpy loop "
+           f"{numpy_rate:.0f} steps/s; hand gradients {np.median(hand_rates):.0f} global "
+           f"steps/s ({hand_ratio:.2f}x); automatic gradients {np.median(auto_rates):.0f} "
+           f"({auto_ratio:.2f}x) -> {auto_ratio / hand_ratio:.2f} of the hand ratio (goal "
+           f">= 0.9{'' if met else ', MISSED'})")

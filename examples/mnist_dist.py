@@ -4,7 +4,12 @@ This is TF1's between-graph replication example (``mnist_replica.py`` and the "D
 TensorFlow" how-to's trainer) with ``import psrt`` in place of ``import tensorflow``: one
 process per task, ps tasks serve the variables, workers train asynchronously with Adagrad
 and a global step, and the chief (worker 0) initializes and prints the test accuracy. The
-model is numpy: a function returning the loss and its gradients replaces the graph.
+model is written as in TF: placeholders for the images and labels, the forward pass with
+``psrt.nn`` ops (``xw_plus_b``, ``relu``, ``softmax_cross_entropy_with_logits``,
+``psrt.reduce_mean``), and ``minimize(loss)``: the gradients are derived automatically (each
+``psrt.nn`` op carries its own, so a step costs about what hand-written numpy costs).
+``--gradients hand`` trains the same model with psrt's other style instead, a numpy function
+returning the loss and its gradients (``minimize(loss_fn, var_list=...)``).
 
 ``--sync_replicas`` trains synchronously instead, as ``mnist_replica.py --sync_replicas``:
 the optimizer is wrapped in ``SyncReplicasOptimizer``, each global step applies the mean
@@ -102,6 +107,10 @@ def parse_args(argv=None):
                         help="sync_replicas mode: seconds a worker waits for the other "
                              "replicas' gradients of a step before it fails with "
                              "DeadlineExceededError")
+    parser.add_argument("--gradients", default="autodiff", choices=["autodiff", "hand"],
+                        help="autodiff: minimize(loss tensor), gradients derived from the "
+                             "psrt.nn forward pass; hand: minimize(loss_fn) with the numpy "
+                             "loss-and-gradients function")
     parser.add_argument("--seed", type=int, default=0,
                         help="Seed of the batch order (worker i uses seed + i) and of the "
                              "hidden layer's initial weights")
@@ -249,12 +258,37 @@ class AccuracySummaryHook(psrt.train.SessionRunHook):
             psrt.Summary.Value(tag="accuracy", simple_value=value)]), step)
 
 
+def build_graph(variables):
+    """The model as a TF1 script writes it, on the variables of :func:`build_model`.
+
+    Returns:
+        ``(x, y_, loss, accuracy)``: the images placeholder (float32 ``[None, 784]``, named
+        ``images``), the one-hot labels placeholder (float32 ``[None, 10]``, ``labels``), the
+        mean softmax cross-entropy and the fraction of correct predictions (Tensors).
+    """
+    x = psrt.placeholder(psrt.float32, [None, IMAGE_PIXELS * IMAGE_PIXELS], name="images")
+    y_ = psrt.placeholder(psrt.float32, [None, NUM_CLASSES], name="labels")
+    hidden = x
+    for w, b in zip(variables[:-2:2], variables[1:-2:2]):
+        hidden = psrt.nn.relu(psrt.nn.xw_plus_b(hidden, w, b))
+    logits = psrt.nn.xw_plus_b(hidden, variables[-2], variables[-1])
+    loss = psrt.reduce_mean(psrt.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
+    accuracy = correct_fraction(logits, y_)
+    return x, y_, loss, accuracy
+
+
+@psrt.function
+def correct_fraction(logits, labels):
+    """``tf.reduce_mean(tf.cast(tf.equal(tf.argmax(y, 1), tf.argmax(y_, 1)), tf.float32))``."""
+    return np.mean(np.argmax(logits, 1) == np.argmax(labels, 1), dtype=np.float32)
+
+
 def build_model(hidden_units, seed=0):
     """Creates the model's variables, as TF's examples do under ``replica_device_setter``.
 
     Returns:
-        ``(variables, loss_fn)``: the trainable variables, and the function of their values
-        and the feeds ``images``, ``labels`` returning ``(loss, gradients)``.
+        ``(variables, loss_fn)``: the trainable variables, and the hand-written function of
+        their values and the feeds ``images``, ``labels`` returning ``(loss, gradients)``.
     """
     if hidden_units:
         # Variables of the hidden layer
@@ -303,6 +337,7 @@ def main(argv=None):
             worker_device="/job:worker/task:%d" % args.task_index, cluster=cluster)):
         global_step = psrt.train.get_or_create_global_step()
         variables, loss_fn = build_model(args.hidden_units, seed=args.seed)
+        x, y_, loss, accuracy_op = build_graph(variables)
 
         opt = psrt.train.AdagradOptimizer(args.learning_rate)
         if args.sync_replicas:
@@ -316,11 +351,14 @@ def main(argv=None):
             logger.info("Worker %d: SyncReplicasOptimizer: each step averages the gradients "
                         "of %d of the %d workers", args.task_index, replicas_to_aggregate,
                         num_workers)
-        train_op = opt.minimize(loss_fn, global_step=global_step, var_list=variables)
+        if args.gradients == "autodiff":
+            train_op = opt.minimize(loss, global_step=global_step)
+        else:
+            train_op = opt.minimize(loss_fn, global_step=global_step, var_list=variables)
 
     # Summaries for TensorBoard, written by the chief's MonitoredTrainingSession every
-    # --save_summaries_steps: the train op's value is its step's loss.
-    psrt.summary.scalar("loss", train_op)
+    # --save_summaries_steps: the loss of the step, computed in the training run.
+    psrt.summary.scalar("loss", loss if args.gradients == "autodiff" else train_op)
     for var in variables:
         psrt.summary.histogram("weights/" + var.name, var)
 
@@ -330,8 +368,9 @@ def main(argv=None):
     if args.sync_replicas:
         hooks.insert(0, opt.make_session_run_hook(is_chief))
 
-    # The chief fetches the trained weights when its session ends.
-    final_weights = psrt.train.FinalOpsHook(variables)
+    # The chief evaluates the test accuracy when its session ends (forward only).
+    final_accuracy = psrt.train.FinalOpsHook(
+        accuracy_op, final_ops_feed_dict={x: mnist.test.images, y_: mnist.test.labels})
     if summary_dir and is_chief:
         # In ``hooks``, which run after the MonitoredTrainingSession's own summary hook: its
         # first run writes the SessionLog START that TensorBoard drops earlier points of the
@@ -356,7 +395,7 @@ def main(argv=None):
                                              summary_dir=summary_dir,
                                              save_summaries_steps=args.save_summaries_steps,
                                              hooks=hooks, config=config,
-                                             chief_only_hooks=[final_weights]) as mon_sess:
+                                             chief_only_hooks=[final_accuracy]) as mon_sess:
         logger.info("Worker %d: Session initialization complete.", args.task_index)
         time_begin = time.time()
         local_step = 0
@@ -365,8 +404,12 @@ def main(argv=None):
         while not mon_sess.should_stop():
             # Run a training step (asynchronously, or in sync with the other replicas).
             batch_xs, batch_ys = mnist.train.next_batch(args.batch_size)
-            train_feed = {"images": batch_xs, "labels": batch_ys}
-            loss_value, step = mon_sess.run([train_op, global_step], feed_dict=train_feed)
+            train_feed = {x: batch_xs, y_: batch_ys}
+            if args.gradients == "autodiff":
+                _, loss_value, step = mon_sess.run([train_op, loss, global_step],
+                                                   feed_dict=train_feed)
+            else:  # the train op's value is the loss its loss function returned
+                loss_value, step = mon_sess.run([train_op, global_step], feed_dict=train_feed)
             local_step += 1
             # (In sync mode an OutOfRangeError, raised when the other workers finished,
             # ends the with block normally: the time is taken after each step.)
@@ -388,8 +431,7 @@ def main(argv=None):
              global_steps / training_time if training_time > 0 else 0.0))
 
     if is_chief:
-        params = final_weights.final_ops_values
-        print("Test accuracy: %.4f" % accuracy(params, mnist.test.images, mnist.test.labels))
+        print("Test accuracy: %.4f" % final_accuracy.final_ops_values)
     return 0
 
 

@@ -97,7 +97,7 @@ class Node:
     """
 
     __slots__ = ("name", "type", "inputs", "func", "outputs", "graph", "_single",
-                 "_dtypes", "__weakref__")
+                 "_dtypes", "vjp", "__weakref__")
 
     def __init__(self, type: str, name: str, graph: Graph, inputs: Sequence[Any] = (),
                  func: Callable[..., Any] | None = None) -> None:
@@ -109,6 +109,12 @@ class Node:
         self.outputs: list[Tensor] = []
         self._single = True
         self._dtypes: list[np.dtype | None] = []
+        # The op's own gradient, when it has one (psrt.nn's fused ops, the tensor operators,
+        # psrt.custom_gradient functions): ``vjp(needs, *args) -> (value, grad_fn)``, where
+        # ``needs`` is the tuple of argument positions whose gradient is wanted and
+        # ``grad_fn(dy)`` returns one gradient (or None) per argument. Without one, minimize
+        # differentiates ``func`` by tracing it with autograd.
+        self.vjp: Callable[..., Any] | None = None
         nodes_of(graph)[name] = self
 
     def __repr__(self) -> str:
@@ -172,7 +178,9 @@ class Tensor:
     def _binary(self, other: Any, fn: Callable[[Any, Any], Any], sym: str,
                 reverse: bool = False) -> "Tensor":
         args = [other, self] if reverse else [self, other]
-        return py_func(fn, args, None, name=_op_name(sym))
+        t = py_func(fn, args, None, name=_op_name(sym))
+        t.op.vjp = _OPERATOR_VJPS.get(sym)
+        return t
 
     def __add__(self, other: Any) -> "Tensor":
         return self._binary(other, _ops.add, "add")
@@ -208,7 +216,9 @@ class Tensor:
         return self._binary(other, _ops.pow, "pow")
 
     def __neg__(self) -> "Tensor":
-        return py_func(_ops.neg, [self], None, name=_op_name("Neg"))
+        t = py_func(_ops.neg, [self], None, name=_op_name("Neg"))
+        t.op.vjp = _neg_vjp
+        return t
 
     def __getitem__(self, key: Any) -> "Tensor":
         return py_func(lambda v: v[key], [self], None, name=_op_name("strided_slice"))
@@ -226,6 +236,78 @@ class Tensor:
 
 
 _ops = operator
+
+
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    """``g`` summed over the axes that broadcasting added or stretched to reach its shape
+    from ``shape`` (the gradient of a broadcast input, as TF's ``BroadcastGradientArgs``)."""
+    g = np.asarray(g)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead > 0:
+        g = g.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return np.shape(x)
+
+
+def _add_vjp(needs: Any, a: Any, b: Any) -> Any:
+    return a + b, lambda dy: (unbroadcast(dy, _shape(a)), unbroadcast(dy, _shape(b)))
+
+
+def _sub_vjp(needs: Any, a: Any, b: Any) -> Any:
+    return a - b, lambda dy: (unbroadcast(dy, _shape(a)), unbroadcast(-dy, _shape(b)))
+
+
+def _mul_vjp(needs: Any, a: Any, b: Any) -> Any:
+    def grad(dy: Any) -> Any:
+        return (unbroadcast(dy * b, _shape(a)) if 0 in needs else None,
+                unbroadcast(dy * a, _shape(b)) if 1 in needs else None)
+    return a * b, grad
+
+
+def _truediv_vjp(needs: Any, a: Any, b: Any) -> Any:
+    y = a / b
+
+    def grad(dy: Any) -> Any:
+        return (unbroadcast(dy / b, _shape(a)) if 0 in needs else None,
+                unbroadcast(-dy * y / b, _shape(b)) if 1 in needs else None)
+    return y, grad
+
+
+def _matmul_vjp(needs: Any, a: Any, b: Any) -> Any:
+    def grad(dy: Any) -> Any:
+        a_, b_ = np.asarray(a), np.asarray(b)
+        if a_.ndim == 2 and b_.ndim == 2:
+            return (dy @ b_.T if 0 in needs else None, a_.T @ dy if 1 in needs else None)
+        if a_.ndim == 1 and b_.ndim == 1:
+            return (dy * b_ if 0 in needs else None, dy * a_ if 1 in needs else None)
+        if a_.ndim == 1:  # (k,) @ (k, n)
+            return (b_ @ dy if 0 in needs else None,
+                    np.outer(a_, dy) if 1 in needs else None)
+        if b_.ndim == 1:  # (m, k) @ (k,)
+            return (np.outer(dy, b_) if 0 in needs else None,
+                    a_.T @ dy if 1 in needs else None)
+        da = unbroadcast(dy @ np.swapaxes(b_, -1, -2), a_.shape) if 0 in needs else None
+        db = unbroadcast(np.swapaxes(a_, -1, -2) @ dy, b_.shape) if 1 in needs else None
+        return da, db
+    return a @ b, grad
+
+
+def _neg_vjp(needs: Any, a: Any) -> Any:
+    return -a, lambda dy: (-dy,)
+
+
+# Hand-written gradients of the tensor operators (``x @ W + b``): minimize needs no tracing
+# for them.
+_OPERATOR_VJPS: dict[str, Callable[..., Any]] = {
+    "add": _add_vjp, "sub": _sub_vjp, "mul": _mul_vjp, "truediv": _truediv_vjp,
+    "MatMul": _matmul_vjp,
+}
 
 
 def _graph() -> Graph:
@@ -431,7 +513,9 @@ def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(f)
     def call(*args: Any) -> Any:
         if any(_is_graph_value(a) for a in args):
-            return py_func(call, args, None, name=getattr(f, "__name__", None))
+            t = py_func(call, args, None, name=getattr(f, "__name__", None))
+            t.op.vjp = lambda needs, *values: f(*values)
+            return t
         return forward(*args)
     return call
 
@@ -621,43 +705,172 @@ def _convert_output(node: Node, i: int, value: Any) -> Any:
     return value
 
 
+def _traced(node: Node, act: list[int], var_values: dict[int, Any], feeds: dict[str, Any],
+            vals: dict[int, Any]) -> Callable[[Any], list[Any]]:
+    """Runs ``node`` with its arguments at positions ``act`` traced by autograd, leaves its
+    outputs (plain values) in ``vals`` and returns its gradient function: ``dy`` (a list
+    of them for a multi-output op) to one gradient or None per argument."""
+    from autograd.core import VJPNode, add_outgrads, getval, toposort  # noqa: PLC0415
+    from autograd.tracer import isbox, new_box, trace_stack  # noqa: PLC0415
+
+    ins = node.inputs
+    local: dict[int, Any] = {}
+    overlay = dict(var_values)
+    roots = []
+    with trace_stack.new_trace() as trace:
+        for i, x in enumerate(ins):
+            if isinstance(x, Tensor):
+                local[id(x)] = vals[id(x)]
+        for i in act:
+            x = ins[i]
+            root = VJPNode.new_root()
+            roots.append(root)
+            if isinstance(x, Tensor):
+                local[id(x)] = new_box(vals[id(x)], trace, root)
+            else:
+                overlay[id(x)] = new_box(var_values[id(x)], trace, root)
+        evaluate(_OneNode(node), overlay, feeds, local)
+    ends = [local[id(t)] for t in node.outputs]
+    for t, e in zip(node.outputs, ends):
+        vals[id(t)] = getval(e)
+    root_pos = {id(r): i for r, i in zip(roots, act)}
+
+    def backprop(end: Any, dy: Any, out: list[Any]) -> None:
+        if not (isbox(end) and end._trace == trace):
+            return
+        outgrads: dict[Any, Any] = {end._node: (dy, False)}
+        for vjp_node in toposort(end._node):
+            og = outgrads.pop(vjp_node)
+            if not vjp_node.parents:
+                i = root_pos.get(id(vjp_node))
+                if i is not None:
+                    out[i] = og[0] if out[i] is None else out[i] + og[0]
+                continue
+            for parent, g in zip(vjp_node.parents, vjp_node.vjp(og[0])):
+                outgrads[parent] = add_outgrads(outgrads.get(parent), g)
+
+    def grad_fn(dy: Any) -> list[Any]:
+        out: list[Any] = [None] * len(ins)
+        if node._single:
+            backprop(ends[0], dy, out)
+        else:
+            for end, d in zip(ends, dy):
+                if d is not None:
+                    backprop(end, d, out)
+        return out
+    return grad_fn
+
+
+def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
+                      var_values: dict[int, Any], feeds: dict[str, Any]
+                      ) -> tuple[list[Any], bool]:
+    """``(program, loss_active)``: whether ``loss`` depends on ``diff_vars``, and how
+    :func:`value_and_gradients` runs each op of ``plan``: ``(0, node, one-op plan,
+    None)`` plainly, ``(3, node, id of its output, default)`` a fed placeholder,
+    ``(1, node, needs, sources)`` with its own gradient (``sources``: per
+    argument ``(0, id)`` a tensor, ``(1, id)`` a variable's value, ``(2, constant)``), or
+    ``(2, node, needs, None)`` traced. Built once per loss plan and set of differentiated
+    variables, and kept with the loss's cached plans (a plan pruned by this run's feeds is
+    not kept)."""
+    key = ("gradients", id(plan)) + tuple(map(id, diff_vars))
+    cached = loss._plans.get(key)
+    if cached is not None:
+        return cached
+    active: set[int] = {id(v) for v in diff_vars}
+    program = []
+    for node in plan.nodes:
+        ins = node.inputs
+        act = tuple(i for i, x in enumerate(ins) if id(x) in active) \
+            if node.type == "PyFunc" and node.name not in feeds else ()
+        if node.type == "Placeholder" and node.name in feeds:
+            program.append((3, node, id(node.outputs[0]), ins[0] if ins else None))
+            continue
+        if not act:
+            program.append((0, node, _OneNode(node), None))
+            continue
+        if node.vjp is not None and node._single:
+            srcs = tuple((0, id(x)) if isinstance(x, Tensor) else
+                         (1, id(x)) if id(x) in var_values else (2, x) for x in ins)
+            program.append((1, node, act, srcs))
+        else:
+            program.append((2, node, list(act), None))
+        active.update(id(t) for t in node.outputs)
+    result = (program, id(loss) in active)
+    if loss._plans.get((id(loss),)) is plan:
+        loss._plans[key] = result
+    return result
+
+
+class _OneNode:
+    """A plan of one op, to run :func:`evaluate` on it alone."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, node: Node) -> None:
+        self.nodes = [node]
+
+
 def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
                         var_values: dict[int, Any], feeds: dict[str, Any],
                         memo: dict[int, Any], known: dict[int, Any] | None = None
                         ) -> tuple[Any, list[Any]]:
     """``loss``'s value and its gradient for each of ``diff_vars`` (arrays of each
     variable's dtype; zeros for a variable the loss reads but does not depend on), by
-    reverse-mode autodiff (autograd) of the plan's functions. Every tensor computed on the
-    way is left in ``memo``, unboxed, for other fetches of the run. A non-scalar loss is
-    summed, as ``tf.gradients``. ``known``: tensor values computed earlier in the run and
-    not differentiated (an embedding lookup's ids), used as they are."""
-    from autograd.core import VJPNode, add_outgrads, getval, toposort  # noqa: PLC0415
-    from autograd.tracer import isbox, new_box, trace_stack  # noqa: PLC0415
+    reverse-mode autodiff over the plan's ops. Every tensor computed on the way is left in
+    ``memo`` for other fetches of the run. A non-scalar loss is summed, as
+    ``tf.gradients``. ``known`` holds tensor values (by id) already computed in this run
+    that do not depend on ``diff_vars``: their ops are not run again.
 
-    traced: dict[int, Any] = dict(known) if known else {}
-    with trace_stack.new_trace() as trace:
-        roots = [VJPNode.new_root() for _ in diff_vars]
-        values = dict(var_values)
-        for v, root in zip(diff_vars, roots):
-            values[id(v)] = new_box(var_values[id(v)], trace, root)
-        evaluate(plan, values, feeds, traced)
-        end = traced[id(loss)]
-    for key, val in traced.items():
-        memo.setdefault(key, getval(val))
-    value = getval(end)
-    grads: list[Any] = [None] * len(diff_vars)
-    if isbox(end) and end._trace == trace:
-        outgrads: dict[Any, Any] = {end._node: (np.ones_like(value), False)}
-        root_index = {id(r): i for i, r in enumerate(roots)}
-        for node in toposort(end._node):
-            og = outgrads.pop(node)
-            if not node.parents:
-                i = root_index.get(id(node))
-                if i is not None:
-                    grads[i] = og[0]
+    An op that reads no differentiated value runs plainly. An op with its own gradient
+    (``Node.vjp``: psrt.nn's fused ops, the tensor operators, custom_gradient functions)
+    runs it with no tracing; any other op is traced alone by autograd. The backward pass
+    then walks the ops in reverse, as TF's ``gradients`` walks the graph: the Python cost
+    per step is one call per op, not one per numpy call inside the ops."""
+    vals: dict[int, Any] = dict(known) if known else {}   # id(Tensor) -> value this step
+    tape: list[tuple[Node, Any, Any]] = []
+    program, loss_active = _gradient_program(plan, loss, diff_vars, var_values, feeds)
+    for kind, node, act, srcs in program:
+        if kind == 3:      # a placeholder: its feed or default
+            vals[act] = feeds[node.name] if node.name in feeds else srcs
+            continue
+        if kind == 0:      # reads nothing differentiated: runs plainly
+            evaluate(act, var_values, feeds, vals)
+            continue
+        if kind == 1:      # has its own gradient
+            y, grad_fn = node.vjp(act, *[vals[k] if s == 0 else var_values[k] if s == 1
+                                         else k for s, k in srcs])
+            vals[id(node.outputs[0])] = \
+                y if node._dtypes[0] is None else _convert_output(node, 0, y)
+        else:              # traced by autograd
+            grad_fn = _traced(node, act, var_values, feeds, vals)
+        tape.append((node, act, grad_fn))
+    value = vals[id(loss)]
+    for key, val in vals.items():
+        memo.setdefault(key, val)
+    cotangents: dict[int, Any] = {}
+    if loss_active:
+        cotangents[id(loss)] = np.ones_like(value)
+    for node, act, grad_fn in reversed(tape):
+        if node._single:
+            dy = cotangents.pop(id(node.outputs[0]), None)
+            if dy is None:
                 continue
-            for parent, g in zip(node.parents, node.vjp(og[0])):
-                outgrads[parent] = add_outgrads(outgrads.get(parent), g)
+            gs = grad_fn(dy)
+        else:
+            dys = [cotangents.pop(id(t), None) for t in node.outputs]
+            if all(d is None for d in dys):
+                continue
+            gs = grad_fn(dys)
+        if not isinstance(gs, (tuple, list)):
+            gs = (gs,)
+        for i in act:
+            g = gs[i] if i < len(gs) else None
+            if g is None:
+                continue
+            key = id(node.inputs[i])
+            prev = cotangents.get(key)
+            cotangents[key] = g if prev is None else prev + g
+    grads = [cotangents.get(id(v)) for v in diff_vars]
     out = []
     for v, g in zip(diff_vars, grads):
         if g is None:
