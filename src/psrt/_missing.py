@@ -49,23 +49,6 @@ MISSING: dict[tuple[str, str], str] = {
                              "psrt.IndexedSlices gradients for the embedding",
     ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside the loss function",
     # tf.train.*
-    ("psrt.train", "RMSPropOptimizer"): "not yet in psrt; use AdagradOptimizer, "
-                                        "AdamOptimizer or MomentumOptimizer",
-    ("psrt.train", "AdadeltaOptimizer"): "not yet in psrt; use AdagradOptimizer or "
-                                         "AdamOptimizer",
-    ("psrt.train", "AdagradDAOptimizer"): "not yet in psrt; use AdagradOptimizer",
-    ("psrt.train", "FtrlOptimizer"): "not yet in psrt; use AdagradOptimizer",
-    ("psrt.train", "ProximalAdagradOptimizer"): "not yet in psrt; use AdagradOptimizer",
-    ("psrt.train", "ProximalGradientDescentOptimizer"): "not yet in psrt; use "
-                                                        "GradientDescentOptimizer",
-    ("psrt.train", "exponential_decay"): "not yet in psrt; compute the learning rate in "
-                                         "Python from the global step",
-    ("psrt.train", "piecewise_constant"): "not yet in psrt; compute the learning rate in "
-                                          "Python from the global step",
-    ("psrt.train", "polynomial_decay"): "not yet in psrt; compute the learning rate in "
-                                        "Python from the global step",
-    ("psrt.train", "ExponentialMovingAverage"): "not yet in psrt; keep the average in numpy "
-                                                "on the chief",
     ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
                                      "psrt.train.FIFOQueue with shuffled numpy batches",
     ("psrt.train", "batch"): "use a psrt.train.QueueRunner filling a psrt.train.FIFOQueue "

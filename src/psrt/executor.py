@@ -409,7 +409,7 @@ class Executor:
             return self._train_sync(op, feeds, fresh_steps, rs)
         var_list = op.var_list
         loss, grads = self._gradients(op, feeds, rs)
-        lr = op.optimizer._learning_rate_value()
+        lr = self._learning_rate(op, feeds, fresh_steps)
         dense_h: list[int] = []
         dense_g: list[np.ndarray] = []
         dense_out: list[np.ndarray] = []
@@ -455,6 +455,33 @@ class Executor:
             fresh_steps[id(gs)] = step
             self._last_step[id(gs)] = step
         return loss
+
+    def _learning_rate(self, op: TrainOp, feeds: dict[str, Any],
+                       fresh_steps: dict[int, int]) -> float:
+        """The learning rate this step pushes: the optimizer's number, its callable's value,
+        or a :class:`psrt.Tensor` (a ``psrt.train.*_decay`` schedule of the global step, a
+        fed placeholder) computed now, forward only: a global step this run already
+        advanced comes from that push's reply, other variables it reads are pulled (one
+        parallel round trip), so the value is the one TF's graph would read at this step."""
+        return op.optimizer._learning_rate_value(
+            lambda t: self._forward_now(t, feeds, fresh_steps))
+
+    def _forward_now(self, t: Tensor, feeds: dict[str, Any],
+                     fresh_steps: dict[int, int]) -> Any:
+        """``t``'s value from the variables' current values (see :meth:`_learning_rate`)."""
+        plan = _graph.plan_for([t], feeds)
+        values: dict[int, Any] = {}
+        pull = []
+        for v in plan.variables:
+            if id(v) in fresh_steps:
+                values[id(v)] = fresh_steps[id(v)]
+            else:
+                pull.append(v)
+        if pull:
+            values.update(zip(map(id, pull), self._pull_new(pull)))
+        memo: dict[int, Any] = {}
+        _graph.evaluate(plan, values, feeds, memo)
+        return memo[id(t)]
 
     def _sparse_parts(self, v: Any, g: IndexedSlices
                       ) -> list[tuple[Variable, IndexedSlices, np.ndarray]]:
@@ -537,7 +564,7 @@ class Executor:
                 state = self._sync_states[id(op)] = _SyncState(op, value)
             tag = state.tag
             loss, grads = self._gradients(op, feeds, rs)
-            lr = op.optimizer._learning_rate_value()
+            lr = self._learning_rate(op, feeds, fresh_steps)
             push_h: list[int] = []
             push_g: list[np.ndarray] = []
             sparse_h: list[int] = []

@@ -68,6 +68,26 @@ from psrt.variables import (
     global_step,
 )
 
+# -- TF1's other optimizers, learning-rate schedules, moving averages (issue 13 item 4, "opt")
+from psrt.optimizers import (
+    AdadeltaOptimizer,
+    AdagradDAOptimizer,
+    FtrlOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+    RMSPropOptimizer,
+)
+from psrt.learning_rate_decay import (
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
+from psrt.moving_averages import ExponentialMovingAverage
+# -- end "opt"
+
 from psrt import _missing
 
 __all__ = [n for n in dir() if not n.startswith("_")]
