@@ -513,3 +513,85 @@ def test_a_training_step_moves_only_the_touched_rows(shared_ps2, fresh_graph, pr
         server.stop()
         for p in proxies:
             p.close()
+
+
+def _ftrl_rows(var: np.ndarray, accum: np.ndarray, linear: np.ndarray, rows: np.ndarray,
+               g: np.ndarray, lr: float, l1: float, l2: float) -> None:
+    """TF's ApplyFtrl (learning_rate_power -0.5) on ``rows`` in place, float64
+    (tensorflow/core/kernels/training_ops.cc, as documented by tf.train.FtrlOptimizer)."""
+    new = accum[rows] + g * g
+    linear[rows] += g - (np.sqrt(new) - np.sqrt(accum[rows])) / lr * var[rows]
+    quad = np.sqrt(new) / lr + 2 * l2
+    lin = linear[rows]
+    var[rows] = np.where(np.abs(lin) > l1, (np.sign(lin) * l1 - lin) / quad, 0.0)
+    accum[rows] = new
+
+
+def test_ftrl_trains_looked_up_rows_of_a_partitioned_table(shared_ps2, worker, prefix):
+    """The wide model's optimizer: FTRL-proximal on the distinct rows of each batch
+    (duplicates summed first), the untouched rows and their slots left alone."""
+    server = worker(shared_ps2)
+    rng = np.random.default_rng(2)
+    table = rng.normal(scale=0.1, size=(40, 1)).astype(np.float32)
+    with _setter(server):
+        wide = psrt.get_variable(f"{prefix}/wide", initializer=table,
+                                 partitioner=psrt.fixed_size_partitioner(2))
+    ids = psrt.placeholder(np.int64, [None, 2], name=f"{prefix}/ids")
+    y = psrt.placeholder(np.float32, [None], name=f"{prefix}/y")
+
+    @psrt.function
+    def squared(rows, y):
+        r = anp.sum(rows[:, :, 0], axis=1) - y
+        return anp.sum(r * r) / 2
+
+    loss = squared(eo.embedding_lookup(wide, ids, partition_strategy="div"), y)
+    train = psrt.train.FtrlOptimizer(0.2, l1_regularization_strength=0.01,
+                                     l2_regularization_strength=0.1).minimize(loss)
+    batches = [(np.array([[3, 3], [30, 5]]), np.array([1.0, -1.0], np.float32)),
+               (np.array([[5, 39], [3, 0]]), np.array([0.5, 2.0], np.float32))]
+    var = table[:, 0].astype(np.float64)
+    accum, linear = np.full(40, 0.1), np.zeros(40)
+    for b_ids, b_y in batches:
+        r = var[b_ids].sum(axis=1) - b_y
+        g = np.zeros(40)
+        for j in range(2):
+            np.add.at(g, b_ids[:, j], r)
+        rows = np.unique(b_ids)
+        _ftrl_rows(var, accum, linear, rows, g[rows], 0.2, 0.01, 0.1)
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        for b_ids, b_y in batches:
+            sess.run(train, feed_dict={ids: b_ids, y: b_y})
+        got = sess.run(wide)[:, 0]
+    np.testing.assert_allclose(got, var, rtol=1e-5, atol=1e-7)
+    untouched = np.setdiff1d(np.arange(40), [0, 3, 5, 30, 39])
+    np.testing.assert_array_equal(got[untouched], table[untouched, 0])
+
+
+def test_max_norm_lookup_trains_through_the_clipping(shared_ps2, worker, prefix):
+    server = worker(shared_ps2)
+    table = np.array([[3, 4], [0.3, 0.4], [6, 8]], np.float32)
+    c = np.array([1.0, -2.0], np.float32)
+    with _setter(server):
+        emb = psrt.Variable(table, name=f"{prefix}/emb")
+    ids = psrt.placeholder(np.int64, [None], name=f"{prefix}/ids")
+
+    @psrt.function
+    def dot(e):
+        return anp.sum(e @ c)
+
+    train = psrt.train.GradientDescentOptimizer(0.1).minimize(
+        dot(eo.embedding_lookup(emb, ids, max_norm=2.0)))
+    batch = np.array([0, 1, 0])
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        sess.run(train, feed_dict={ids: batch})
+        got = sess.run(emb)
+    # d/dx of x * m / |x| (|x| > m) applied to c: (m / |x|) (c - x (x.c) / |x|^2).
+    want = table.astype(np.float64)
+    for i in batch:
+        x = table[i].astype(np.float64)
+        norm = np.linalg.norm(x)
+        g = c if norm <= 2.0 else (2.0 / norm) * (c - x * (x @ c) / norm ** 2)
+        want[i] -= 0.1 * g
+    np.testing.assert_allclose(got, want, rtol=1e-5)

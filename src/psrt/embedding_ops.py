@@ -192,23 +192,48 @@ class _Gather:
                 f"({self.sizes[p]} rows) under partition_strategy '{self.strategy}'")
         return flat, part, row
 
+    def _positions(self, ids: Any, uniq: Sequence[np.ndarray]) -> np.ndarray:
+        """Where each flat id's row is in the concatenation of the parts' pulled rows."""
+        _, part, row = self.locate(ids)
+        if len(uniq) == 1:
+            return np.searchsorted(uniq[0], row)
+        pos = np.empty(row.shape, np.int64)
+        base = 0
+        for k, u in enumerate(uniq):
+            m = part == k
+            pos[m] = base + np.searchsorted(u, row[m])
+            base += len(u)
+        return pos
+
+    def vjp(self, needs: Sequence[int], ids: Any, *sources: Any) -> tuple[Any, Any]:
+        """The lookup and its gradient without tracing (``Node.vjp``; no max_norm): the
+        gradient of part ``k``'s pulled rows is ``dy``'s rows summed by row."""
+        n = len(self.parts)
+        uniq, rows = sources[:n], sources[n:]
+        pos = self._positions(ids, uniq)
+        table = rows[0] if n == 1 else np.concatenate(rows, axis=0)
+        out = table[pos].reshape(np.shape(ids) + tuple(self.parts[0].shape[1:]))
+
+        def grad_fn(dy: Any) -> list[Any]:
+            flat = np.asarray(dy).reshape((len(pos),) + table.shape[1:])
+            total = np.zeros(table.shape, flat.dtype)
+            np.add.at(total, pos, flat)
+            grads: list[Any] = [None] * (1 + 2 * n)
+            base = 0
+            for k in range(n):
+                if 1 + n + k in needs:
+                    grads[1 + n + k] = total[base:base + len(uniq[k])]
+                base += len(uniq[k])
+            return grads
+        return out, grad_fn
+
     def __call__(self, ids: Any, *sources: Any) -> Any:
         import autograd.numpy as anp  # noqa: PLC0415
 
         n = len(self.parts)
         uniq, rows = sources[:n], sources[n:]
-        _, part, row = self.locate(ids)
-        if n == 1:
-            pos = np.searchsorted(uniq[0], row)
-            table = rows[0]
-        else:
-            pos = np.empty(row.shape, np.int64)
-            base = 0
-            for k in range(n):
-                m = part == k
-                pos[m] = base + np.searchsorted(uniq[k], row[m])
-                base += len(uniq[k])
-            table = anp.concatenate(list(rows), axis=0)
+        pos = self._positions(ids, uniq)
+        table = rows[0] if n == 1 else anp.concatenate(list(rows), axis=0)
         if self.max_norm is not None:
             table = _clip_rows(table, self.max_norm)
         out = table[pos]
@@ -282,6 +307,8 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
     func = _Gather(parts, partition_strategy, max_norm, pname)
     inputs = [ids_in] + [r.ids for r in rows] + rows
     out = _graph.py_func(func, inputs, None, name=name or "embedding_lookup")
+    if max_norm is None:
+        out.op.vjp = func.vjp    # with max_norm, autograd traces the clipping
     out.dtype = parts[0].dtype
     out.shape = None if ids_shape is None else tuple(ids_shape) + tuple(parts[0].shape[1:])
     return out
