@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -306,8 +307,9 @@ class PyServer {
   PyServer(const std::string& host, int port, const std::string& job, int task,
            uint64_t max_payload, const py::bytes& secret, double hello_timeout,
            double idle_timeout, int max_connections, uint64_t chunk_bytes,
-           uint64_t max_inflight_bytes, double stall_timeout) {
+           uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def) {
     ServerOptions o;
+    o.cluster_def = cluster_def;
     o.host = host;
     o.port = port;
     o.job = job;
@@ -403,7 +405,25 @@ class PyClient {
       s.slot_init2 = get("slot_init2", 0.0);
       s.slot_init3 = get("slot_init3", 0.0);
       const void* init = nullptr;
-      if (py::isinstance<py::dict>(t[6])) {
+      const double table = get("table", 0.0);
+      const double max_rows = get("max_rows", 0.0);
+      if (!(table == 0.0 || table == 1.0) ||
+          !(max_rows >= 0 && max_rows <= 9e15 && max_rows == std::floor(max_rows)))
+        Raise(InvalidArgument("variable '" + s.name + "': table " + std::to_string(table) +
+                              " and max_rows " + std::to_string(max_rows) +
+                              " must be 0 or 1 and a whole number >= 0"));
+      s.table = static_cast<uint8_t>(table);
+      s.max_rows = static_cast<uint64_t>(max_rows);
+      if (s.table) {
+        // A table's initializer (a dict, or None for zeros) always travels with it;
+        // params["initialize"] asks the ps task to empty (initialize) it.
+        if (py::isinstance<py::dict>(t[6])) s.init = ParseInitSpec(s.name, t[6].cast<py::dict>());
+        else if (!t[6].is_none())
+          Raise(InvalidArgument("hash table '" + s.name + "': the initializer must be a spec "
+                                "dict or None (zeros), not an array"));
+        static const char kInitialize = 0;
+        if (get("initialize", 0.0) != 0.0) init = &kInitialize;
+      } else if (py::isinstance<py::dict>(t[6])) {
         s.init = ParseInitSpec(s.name, t[6].cast<py::dict>());
       } else if (!t[6].is_none()) {
         py::array a = t[6].cast<py::array>();
@@ -737,8 +757,15 @@ class PyClient {
         shape.append(d);
       }
       std::string name;
-      if (!r.GetString(&name, kMaxNameLength)) Raise(Status(Code::kDataLoss, "truncated LIST reply"));
+      uint8_t table;
+      uint64_t rows, bytes;
+      if (!r.GetString(&name, kMaxNameLength) || !r.Get(&table) || !r.Get(&rows) ||
+          !r.Get(&bytes))
+        Raise(Status(Code::kDataLoss, "truncated LIST reply"));
       py::dict d;
+      d["table"] = table != 0;
+      d["rows"] = rows;
+      d["bytes"] = bytes;
       d["id"] = id;
       d["name"] = name;
       d["dtype"] = DTypeName(static_cast<DType>(dt));
@@ -773,6 +800,115 @@ class PyClient {
       calls.push_back(std::move(c));
     }
     Check(RunLocked(&calls));
+  }
+
+  // A page of a hash table's rows: (ids int64[n], counts int64[n], values [n, row...],
+  // [slot arrays], next cursor or -1).
+  py::tuple table_export(int handle, int64_t cursor, uint32_t max_rows) {
+    const RemoteVar& v = Var(handle);
+    if (!v.spec.is_table())
+      Raise(InvalidArgument("table_export: '" + v.spec.name + "' is not a hash table"));
+    Call c = MakeCall(Op::kTableExport, v);
+    c.step = cursor;
+    c.count = max_rows;
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+    const Call& r = calls[0];
+    const size_t n = r.count_out;
+    const size_t width = static_cast<size_t>(v.spec.RowElements());
+    const size_t dsize = DTypeSize(v.spec.dtype);
+    const int slots = NumSlots(v.spec.optimizer);
+    if (r.recv_vec.size() != n * (16 + width * dsize * (1 + slots)))
+      Raise(Status(Code::kDataLoss, "TABLE_EXPORT reply of " + std::to_string(r.recv_vec.size()) +
+                                        " bytes does not hold " + std::to_string(n) + " rows"));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = static_cast<int64_t>(n);
+    const uint8_t* b = r.recv_vec.data();
+    py::array_t<int64_t> ids(static_cast<py::ssize_t>(n)), counts(static_cast<py::ssize_t>(n));
+    if (n) {
+      std::memcpy(ids.mutable_data(), b, n * 8);
+      std::memcpy(counts.mutable_data(), b + n * 8, n * 8);
+    }
+    b += n * 16;
+    auto column = [&]() {
+      py::array a(v.spec.dtype == DType::kFloat32 ? py::dtype("float32") : py::dtype("float64"),
+                  row_shape);
+      if (n) std::memcpy(a.mutable_data(), b, n * width * dsize);
+      b += n * width * dsize;
+      return a;
+    };
+    py::array values = column();
+    py::list slot_arrays;
+    for (int k = 0; k < slots; ++k) slot_arrays.append(column());
+    return py::make_tuple(ids, counts, values, slot_arrays, r.step_out);
+  }
+
+  void table_import(int handle, py::array ids, py::array counts, py::array values,
+                    const std::vector<py::array>& slots, bool clear) {
+    const RemoteVar& v = Var(handle);
+    if (!v.spec.is_table())
+      Raise(InvalidArgument("table_import: '" + v.spec.name + "' is not a hash table"));
+    if (ArrayDType(ids) != DType::kInt64 || ids.ndim() != 1 || !CContiguous(ids) ||
+        ArrayDType(counts) != DType::kInt64 || counts.ndim() != 1 || !CContiguous(counts) ||
+        counts.size() != ids.size())
+      Raise(InvalidArgument("table_import of '" + v.spec.name + "': ids and counts must be 1-D "
+                            "C-contiguous int64 arrays of one length; got " + DTypeStr(ids) +
+                            ShapeOf(ids) + " and " + DTypeStr(counts) + ShapeOf(counts)));
+    const int num_slots = NumSlots(v.spec.optimizer);
+    if (static_cast<int>(slots.size()) != num_slots)
+      Raise(InvalidArgument("table_import of '" + v.spec.name + "': " +
+                            std::to_string(slots.size()) + " slot arrays; its optimizer " +
+                            OptimizerName(v.spec.optimizer) + " keeps " +
+                            std::to_string(num_slots)));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = ids.size();
+    CheckArray(values, "values", v.spec.name, v.spec.dtype, row_shape, false);
+    for (const auto& a : slots) CheckArray(a, "slot values", v.spec.name, v.spec.dtype, row_shape, false);
+    // One frame of column blocks (docs/protocol.md, TableRows).
+    std::vector<uint8_t> body;
+    const size_t n = static_cast<size_t>(ids.size());
+    const size_t col = static_cast<size_t>(values.nbytes());
+    body.resize(n * 16 + col * (1 + slots.size()));
+    uint8_t* w = body.data();
+    if (n) {
+      std::memcpy(w, ids.data(), n * 8);
+      std::memcpy(w + n * 8, counts.data(), n * 8);
+      std::memcpy(w + n * 16, values.data(), col);
+      for (size_t k = 0; k < slots.size(); ++k)
+        std::memcpy(w + n * 16 + col * (1 + k), slots[k].data(), col);
+    }
+    Call c = MakeCall(Op::kTableImport, v);
+    c.count = static_cast<uint32_t>(n);
+    if (clear) c.flags |= kFlagInit;
+    c.send[0] = body.data();
+    c.send_len[0] = body.size();
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+  }
+
+  // (rows evicted, rows left)
+  std::pair<uint32_t, int64_t> table_evict(int handle, uint64_t unseen, uint64_t min_count) {
+    const RemoteVar& v = Var(handle);
+    Call c = MakeCall(Op::kTableEvict, v);
+    c.arg0 = static_cast<double>(unseen);
+    c.arg1 = static_cast<double>(min_count);
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+    return {calls[0].count_out, calls[0].step_out};
+  }
+
+  py::bytes cluster_info(int shard) {
+    Call c;
+    c.op = Op::kClusterInfo;
+    c.shard = shard;
+    std::vector<Call> calls;
+    calls.push_back(std::move(c));
+    Check(RunLocked(&calls));
+    const auto& b = calls[0].recv_vec;
+    return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
   }
 
   py::tuple var_info(int handle) const {
@@ -871,12 +1007,13 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyServer>(m, "Server")
       .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
-                    double, double, int, uint64_t, uint64_t, double>(),
+                    double, double, int, uint64_t, uint64_t, double, const std::string&>(),
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
            py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
            py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
            py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{4} << 20,
-           py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0)
+           py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
+           py::arg("cluster_def") = std::string())
       .def_property_readonly("port", &PyServer::port)
       .def_property_readonly("incarnation", &PyServer::incarnation)
       .def_property_readonly("stopped", &PyServer::stopped)
@@ -925,6 +1062,13 @@ PYBIND11_MODULE(_core, m) {
            py::arg("handle"), py::arg("delta") = 1)
       .def("is_initialized", &PyClient::is_initialized, py::arg("handles"))
       .def("list_variables", &PyClient::list_variables, py::arg("shard"))
+      .def("table_export", &PyClient::table_export, py::arg("handle"), py::arg("cursor"),
+           py::arg("max_rows"))
+      .def("table_import", &PyClient::table_import, py::arg("handle"), py::arg("ids"),
+           py::arg("counts"), py::arg("values"), py::arg("slots"), py::arg("clear"))
+      .def("table_evict", &PyClient::table_evict, py::arg("handle"), py::arg("unseen"),
+           py::arg("min_count"))
+      .def("cluster_info", &PyClient::cluster_info, py::arg("shard"))
       .def("ping", &PyClient::ping, py::arg("shards"))
       .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
       .def("close", &PyClient::close);

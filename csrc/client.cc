@@ -643,7 +643,11 @@ Status Client::Register(const std::vector<VarSpec>& specs, const std::vector<int
     c.dtype = specs[i].dtype;
     c.send[0] = bodies[i].buffer().data();
     c.send_len[0] = bodies[i].buffer().size();
-    if (specs[i].init.kind != InitKind::kNone) {
+    if (specs[i].is_table()) {
+      // A table's init spec is always sent (rows are made from it on first use); a non-null
+      // `inits` entry asks to (re)initialize the table, i.e. to empty it.
+      if (inits[i] != nullptr) c.flags |= kFlagInit;
+    } else if (specs[i].init.kind != InitKind::kNone) {
       c.flags |= kFlagInit;  // the ps runs the initializer: no value bytes
     } else if (inits[i] != nullptr) {
       c.flags |= kFlagInit;

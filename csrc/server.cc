@@ -105,6 +105,9 @@ uint64_t Server::Budget::peak() const {
 }
 
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
+  if (options.cluster_def.size() > (size_t{1} << 20))
+    return InvalidArgument("cluster definition of " + std::to_string(options.cluster_def.size()) +
+                           " bytes exceeds the maximum of 1048576 bytes");
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->options_.chunk_bytes = std::max<uint64_t>(s->options_.chunk_bytes, 4096) / 8 * 8;
@@ -335,7 +338,9 @@ std::string OpName(uint8_t op) {
   static const char* names[] = {"?",    "HELLO",      "REGISTER",       "PULL",
                                 "PUSH", "ASSIGN",     "ASSIGN_ADD",     "STEP_READ",
                                 "STEP_INCREMENT", "IS_INITIALIZED", "LIST", "PING",
-                                "WORKER_DONE", "AUTH"};
+                                "WORKER_DONE", "AUTH", "TABLE_EXPORT", "TABLE_IMPORT",
+                                "TABLE_EVICT", "CLUSTER_INFO"};
+  static_assert(sizeof names / sizeof names[0] == kMaxOp + 1, "a name for every op");
   return op <= kMaxOp ? names[op] : "op " + std::to_string(op);
 }
 
@@ -665,6 +670,29 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
   return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
 }
 
+bool Server::PullTableRows(Connection* conn, const Header& h, Variable* var,
+                           const int64_t* ids) {
+  const size_t row_bytes = var->table->row_bytes();
+  const uint64_t reply_bytes = uint64_t{h.count} * row_bytes;
+  if (reply_bytes > options_.max_payload)
+    return Reply(conn, h, Status(Code::kResourceExhausted,
+                                 "PULL of " + std::to_string(h.count) + " rows of table '" +
+                                     var->spec.name + "': reply of " +
+                                     std::to_string(reply_bytes) +
+                                     " bytes exceeds the maximum of " +
+                                     std::to_string(options_.max_payload) + " bytes"));
+  try {
+    conn->out.resize(static_cast<size_t>(reply_bytes));
+  } catch (const std::bad_alloc&) {
+    return Reply(conn, h, Status(Code::kResourceExhausted,
+                                 "cannot allocate " + std::to_string(reply_bytes) +
+                                     " bytes for a row PULL of '" + var->spec.name + "'"));
+  }
+  Status st = store_.GatherRows(var, ids, h.count, h.slot, conn->out.data());
+  if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
+  return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
+}
+
 bool Server::Handle(Connection* conn, const Header& h) {
   const Op op = static_cast<Op>(h.op);
   const bool sparse = (h.flags & kFlagSparse) != 0;
@@ -690,13 +718,36 @@ bool Server::Handle(Connection* conn, const Header& h) {
       break;
     case Op::kList:
     case Op::kPing:
+    case Op::kClusterInfo:
       break;
     default: {
       st = store_.Find(h.var_id, &var);
       if (!st.ok()) break;
       const size_t dsize = DTypeSize(var->spec.dtype);
       const size_t rows = var->spec.shape.empty() ? 0 : static_cast<size_t>(var->spec.shape[0]);
-      const size_t width = rows == 0 ? 0 : var->num_elements / rows;
+      const size_t width = var->table ? var->table->row_elements()
+                           : rows == 0 ? 0 : var->num_elements / rows;
+      const bool table_op =
+          op == Op::kTableExport || op == Op::kTableImport || op == Op::kTableEvict;
+      if (table_op && !var->table) {
+        st = InvalidArgument(OpName(h.op) + " of '" + var->spec.name +
+                             "': it is a variable, not a hash table");
+        break;
+      }
+      if (var->table && ((op == Op::kPush && !sparse) || op == Op::kAssign ||
+                         op == Op::kAssignAdd || (op == Op::kPull && !sparse))) {
+        st = InvalidArgument(std::string(sparse ? "" : "dense ") + OpName(h.op) +
+                             " of hash table '" + var->spec.name +
+                             "': a table's rows are addressed by id (row-sparse PULL and "
+                             "PUSH, TABLE_EXPORT, TABLE_IMPORT)");
+        break;
+      }
+      if ((op == Op::kTableImport) && h.dtype != static_cast<uint8_t>(var->spec.dtype)) {
+        st = InvalidArgument(std::string("dtype ") + DTypeName(static_cast<DType>(h.dtype)) +
+                             " does not match table '" + var->spec.name + "' of dtype " +
+                             DTypeName(var->spec.dtype));
+        break;
+      }
       if ((op == Op::kPush || op == Op::kAssign || op == Op::kAssignAdd) &&
           h.dtype != static_cast<uint8_t>(var->spec.dtype)) {
         st = InvalidArgument(std::string("dtype ") + DTypeName(static_cast<DType>(h.dtype)) +
@@ -733,6 +784,14 @@ bool Server::Handle(Connection* conn, const Header& h) {
         expect = h.slot == kOptimizerStateSlot ? 16 : var->nbytes;
       } else if (op == Op::kAssignAdd) {
         expect = var->nbytes;
+      } else if (op == Op::kTableImport) {
+        expect = uint64_t{h.count} * var->table->record_bytes();
+      } else if (op == Op::kTableEvict &&
+                 !(h.arg0 >= 0 && h.arg0 <= 9e18 && h.arg1 >= 0 && h.arg1 <= 9e18)) {
+        st = InvalidArgument("TABLE_EVICT of '" + var->spec.name + "': thresholds " +
+                             std::to_string(h.arg0) + " and " + std::to_string(h.arg1) +
+                             " must be >= 0 (0: rule off)");
+        break;
       }
     }
   }
@@ -937,10 +996,11 @@ bool Server::Handle(Connection* conn, const Header& h) {
         return Reply(conn, h, st, 0, 0, var->id, pw, sizeof pw);
       }
       uint8_t* src = var->SlotData(h.slot);
-      if (src == nullptr)
+      if (src == nullptr && !var->table)
         return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has no slot " +
                                               std::to_string(h.slot - 1)));
       if (!sparse) return Reply(conn, h, st, 0, kFlagInitialized, var->id, src, var->nbytes);
+      if (var->table) return PullTableRows(conn, h, var, reinterpret_cast<const int64_t*>(p));
       const size_t rows = static_cast<size_t>(var->spec.shape[0]);
       const size_t row_bytes = rows ? var->nbytes / rows : 0;
       const auto* idx = reinterpret_cast<const int64_t*>(p);
@@ -1059,6 +1119,32 @@ bool Server::Handle(Connection* conn, const Header& h) {
     }
     case Op::kIsInitialized:
       return Reply(conn, h, st, 0, initialized ? kFlagInitialized : 0, var->id);
+    case Op::kTableExport: {
+      const size_t record = var->table->record_bytes();
+      const size_t page = static_cast<size_t>(
+          std::max<uint64_t>(1, std::min<uint64_t>(h.count, options_.max_payload / record)));
+      size_t n = 0;
+      int64_t next = -1;
+      st = store_.TableExport(var, h.step < 0 ? 0 : static_cast<uint64_t>(h.step), page,
+                              &conn->out, &n, &next);
+      if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
+      return Reply(conn, h, st, next, 0, var->id, conn->out.data(), conn->out.size(),
+                   static_cast<uint32_t>(n));
+    }
+    case Op::kTableImport:
+      st = store_.TableImport(var, p, h.count, (h.flags & kFlagInit) != 0);
+      if (st.ok()) ModelWritten(conn);
+      return Reply(conn, h, st, 0, 0, var->id);
+    case Op::kTableEvict: {
+      size_t evicted = 0;
+      st = store_.TableEvict(var, static_cast<uint64_t>(h.arg0), static_cast<uint64_t>(h.arg1),
+                             &evicted);
+      return Reply(conn, h, st, st.ok() ? static_cast<int64_t>(var->table->rows()) : 0, 0,
+                   var->id, nullptr, 0, static_cast<uint32_t>(evicted));
+    }
+    case Op::kClusterInfo:
+      return Reply(conn, h, st, 0, 0, 0, options_.cluster_def.data(),
+                   options_.cluster_def.size());
     case Op::kList: {
       Writer w;
       try {
@@ -1070,6 +1156,12 @@ bool Server::Handle(Connection* conn, const Header& h) {
           w.Put<uint8_t>(static_cast<uint8_t>(v->spec.shape.size()));
           for (int64_t d : v->spec.shape) w.Put<int64_t>(d);
           w.PutString(v->spec.name);
+          // Version 5: u8 table, u64 rows, u64 bytes (a table's rows and memory; a
+          // variable's element count and value bytes).
+          w.Put<uint8_t>(v->spec.table);
+          w.Put<uint64_t>(v->table ? v->table->rows() : v->num_elements);
+          w.Put<uint64_t>(v->table ? v->table->bytes()
+                                   : v->nbytes * (1 + v->slots.size()));
         }
       } catch (const std::bad_alloc&) {
         return Reply(conn, h, Status(Code::kResourceExhausted,

@@ -55,6 +55,9 @@ struct ServerOptions {
   double idle_timeout_s = 600.0;
   // Connections served at once; past it new peers get RESOURCE_EXHAUSTED; <= 0: no limit.
   int max_connections = 1024;
+  // The cluster this task belongs to (UTF-8 JSON: {"cluster": {job: [addresses]}, "job_name":
+  // ..., "task_index": ...}), returned by CLUSTER_INFO; empty: unknown. At most 1 MiB.
+  std::string cluster_def;
 };
 
 class Server {
@@ -127,6 +130,8 @@ class Server {
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
+  // A row-sparse PULL of a hash table (rows created on first use); ids: h.count int64s.
+  bool PullTableRows(Connection* conn, const Header& h, Variable* var, const int64_t* ids);
   // Streamed frames (larger than one chunk); each returns false when the connection must
   // close (the peer vanished or stalled mid-frame: the chunks applied so far stay applied).
   bool StreamPush(Connection* conn, const Header& h, Variable* var);

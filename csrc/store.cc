@@ -51,6 +51,8 @@ std::string Describe(const VarSpec& s) {
   }
   std::string d =
       std::string(DTypeName(s.dtype)) + shape + "] optimizer " + OptimizerName(s.optimizer);
+  if (s.is_table())
+    d += " hash table (max_rows " + (s.max_rows ? std::to_string(s.max_rows) : "none") + ")";
   if (s.replicas_to_aggregate > 0)
     d += " synchronous (replicas_to_aggregate " + std::to_string(s.replicas_to_aggregate) +
          ", total_num_replicas " + std::to_string(s.total_num_replicas) + ")";
@@ -128,7 +130,8 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
       if (var->spec.dtype != spec.dtype || var->spec.shape != spec.shape ||
           var->spec.optimizer != spec.optimizer ||
           var->spec.replicas_to_aggregate != spec.replicas_to_aggregate ||
-          var->spec.total_num_replicas != spec.total_num_replicas) {
+          var->spec.total_num_replicas != spec.total_num_replicas ||
+          var->spec.table != spec.table || var->spec.max_rows != spec.max_rows) {
         return InvalidArgument("variable '" + spec.name + "' is already registered as " +
                                Describe(var->spec) + "; got " + Describe(spec));
       }
@@ -140,7 +143,7 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
     {
       // Initialization is rare: take the variable's mutex for it, whatever use_locking says.
       std::lock_guard<std::mutex> l(var->mu);
-      std::memcpy(var->value.data(), init, var->nbytes);
+      if (var->nbytes > 0) std::memcpy(var->value.data(), init, var->nbytes);
     }
     FinishInit(var);  // slots, Adam's powers, AdagradDA's step, initialized, sync state
   }
@@ -174,8 +177,13 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
     v->spec = spec;
     v->num_elements = n;
     v->nbytes = nbytes;
-    if (!v->value.Allocate(nbytes)) return exhausted(std::to_string(nbytes) + " bytes");
-    for (int k = 0; k < num_slots; ++k) {
+    if (spec.is_table()) {
+      // Rows are allocated as they are created (table.h); the value and slots stay empty.
+      v->table = std::make_unique<HashTable>(spec);
+    } else if (!v->value.Allocate(nbytes)) {
+      return exhausted(std::to_string(nbytes) + " bytes");
+    }
+    for (int k = 0; k < num_slots && !spec.is_table(); ++k) {
       v->slots.push_back(std::make_unique<AlignedBuffer>());
       if (!v->slots.back()->Allocate(nbytes))
         return exhausted(std::to_string(nbytes) + " bytes for slot '" +
@@ -251,7 +259,20 @@ Status VariableStore::ApplyDense(Variable* var, const void* grad, double lr, boo
   return Status::Ok();
 }
 
+namespace {
+
+// Dense access to a hash table has no meaning: its rows are addressed by id.
+Status NotForTables(const Variable* var, const char* what) {
+  if (!var->table) return Status::Ok();
+  return InvalidArgument(std::string(what) + " of hash table '" + var->spec.name +
+                         "': a table's rows are addressed by id (row-sparse PULL and PUSH, "
+                         "TABLE_EXPORT, TABLE_IMPORT)");
+}
+
+}  // namespace
+
 Status VariableStore::BeginDense(Variable* var, double lr, bool has_lr, KernelArgs* args) {
+  PSRT_RETURN_IF_ERROR(NotForTables(var, "dense update"));
   PSRT_RETURN_IF_ERROR(CheckTrainable(var));
   *args = ArgsFor(var, lr, has_lr);
   void* slots[kMaxSlots];
@@ -279,6 +300,7 @@ void VariableStore::ApplyDenseRange(Variable* var, const KernelArgs& args, const
 
 Status VariableStore::AssignRange(Variable* var, uint8_t slot, const void* bytes, size_t at,
                                   size_t len) {
+  PSRT_RETURN_IF_ERROR(NotForTables(var, "assign"));
   uint8_t* dst = var->SlotData(slot);
   if (dst == nullptr || slot == kOptimizerStateSlot)
     return InvalidArgument("variable '" + var->spec.name + "' has no slot index " +
@@ -298,7 +320,7 @@ void VariableStore::MarkInitialized(Variable* var) {
 }
 
 void VariableStore::RunInitializer(Variable* var, const InitSpec& init) {
-  {
+  if (!var->table) {
     std::lock_guard<std::mutex> l(var->mu);
     FillInitializer(init, var->spec.dtype, var->value.data(), var->num_elements);
   }
@@ -308,6 +330,7 @@ void VariableStore::RunInitializer(Variable* var, const InitSpec& init) {
 void VariableStore::FinishInit(Variable* var) {
   {
     std::lock_guard<std::mutex> l(var->mu);
+    if (var->table) var->table->Clear();  // a table starts empty: rows come on first use
     for (size_t k = 0; k < var->slots.size(); ++k)
       FillSlot(var->slots[k]->data(), var->spec.dtype, var->num_elements,
                SlotInit(var->spec, static_cast<int>(k)));
@@ -327,6 +350,10 @@ Status VariableStore::ApplySparse(Variable* var, const int64_t* indices, size_t 
 Status VariableStore::ApplyRows(Variable* var, const int64_t* indices, size_t n,
                                 const void* rows, double lr, bool has_lr, bool known_unique) {
   PSRT_RETURN_IF_ERROR(CheckTrainable(var));
+  if (var->table) {
+    return var->table->Apply(ArgsFor(var, lr, has_lr), indices, n, rows,
+                             [var](KernelArgs* a) { TakeBetaPowers(var, a); });
+  }
   if (var->spec.shape.empty())
     return InvalidArgument("row-sparse update of scalar variable '" + var->spec.name + "'");
   const size_t num_rows = static_cast<size_t>(var->spec.shape[0]);
@@ -361,6 +388,7 @@ Status VariableStore::Assign(Variable* var, uint8_t slot, const void* bytes, siz
     var->beta2_power = p[1];
     return Status::Ok();
   }
+  PSRT_RETURN_IF_ERROR(NotForTables(var, "assign"));
   uint8_t* dst = var->SlotData(slot);
   if (dst == nullptr)
     return InvalidArgument("variable '" + var->spec.name + "' has " +
@@ -383,6 +411,7 @@ Status VariableStore::Assign(Variable* var, uint8_t slot, const void* bytes, siz
 }
 
 Status VariableStore::AssignAdd(Variable* var, const void* delta, size_t len) {
+  PSRT_RETURN_IF_ERROR(NotForTables(var, "assign_add"));
   if (!var->initialized.load(std::memory_order_acquire))
     return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
   if (len != var->nbytes)
@@ -773,6 +802,54 @@ std::vector<Variable*> VariableStore::All() const {
   out.reserve(owned_.size());
   for (auto& v : owned_) out.push_back(v.get());
   return out;
+}
+
+}  // namespace psrt
+
+namespace psrt {
+
+namespace {
+
+Status CheckTable(const Variable* var, bool need_init) {
+  if (!var->table)
+    return InvalidArgument("variable '" + var->spec.name + "' is not a hash table");
+  if (need_init && !var->initialized.load(std::memory_order_acquire))
+    return FailedPrecondition("Attempting to use uninitialized value " + var->spec.name);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status VariableStore::GatherRows(Variable* var, const int64_t* ids, size_t n, uint8_t slot,
+                                 uint8_t* out) {
+  PSRT_RETURN_IF_ERROR(CheckTable(var, true));
+  return var->table->Gather(ids, n, slot, out);
+}
+
+Status VariableStore::TableExport(Variable* var, uint64_t cursor, size_t max_rows,
+                                  std::vector<uint8_t>* out, size_t* n, int64_t* next) {
+  PSRT_RETURN_IF_ERROR(CheckTable(var, true));
+  return var->table->Export(cursor, max_rows, out, n, next);
+}
+
+Status VariableStore::TableImport(Variable* var, const uint8_t* records, size_t n, bool clear) {
+  PSRT_RETURN_IF_ERROR(CheckTable(var, !clear));
+  PSRT_RETURN_IF_ERROR(var->table->Import(records, n, clear));
+  if (clear) {
+    std::lock_guard<std::mutex> l(var->mu);
+    var->beta1_power = var->spec.beta1;
+    var->beta2_power = var->spec.beta2;
+    var->applies = 0;
+  }
+  var->initialized.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status VariableStore::TableEvict(Variable* var, uint64_t unseen, uint64_t min_count,
+                                 size_t* evicted) {
+  PSRT_RETURN_IF_ERROR(CheckTable(var, true));
+  *evicted = var->table->Evict(unseen, min_count);
+  return Status::Ok();
 }
 
 }  // namespace psrt

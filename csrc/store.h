@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "status.h"
+#include "table.h"
 #include "wire.h"
 
 namespace psrt {
@@ -95,6 +96,7 @@ struct Variable {
   double beta2_power = 0.0;
   int64_t applies = 0;            // AdagradDA: updates applied since initialization (mu)
   SyncState sync;                 // used when spec.replicas_to_aggregate > 0
+  std::unique_ptr<HashTable> table;  // spec.table: the rows (value and slots stay empty)
 
   bool is_sync() const { return spec.replicas_to_aggregate > 0; }
   bool is_step_counter() const {
@@ -191,6 +193,18 @@ class VariableStore {
   // False when `finished` workers leave fewer than replicas_to_aggregate of some sync
   // variable's total_num_replicas.
   bool SyncCanComplete(size_t finished) const;
+
+  // ---- Hash tables (spec.table; table.h) ---------------------------------------------------
+  // Slot `slot` (0: value) of the rows of `ids` into out (n * row bytes), creating missing
+  // rows; FailedPrecondition when the table is not initialized.
+  Status GatherRows(Variable* var, const int64_t* ids, size_t n, uint8_t slot, uint8_t* out);
+  // A page of the table's rows (HashTable::Export).
+  Status TableExport(Variable* var, uint64_t cursor, size_t max_rows, std::vector<uint8_t>* out,
+                     size_t* n, int64_t* next);
+  // Rows written into the table (HashTable::Import); the table becomes initialized.
+  Status TableImport(Variable* var, const uint8_t* records, size_t n, bool clear);
+  // HashTable::Evict; FailedPrecondition for an uninitialized table.
+  Status TableEvict(Variable* var, uint64_t unseen, uint64_t min_count, size_t* evicted);
 
   // Snapshot of every variable, in id order.
   std::vector<Variable*> All() const;

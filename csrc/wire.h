@@ -17,7 +17,7 @@
 namespace psrt {
 
 constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
-constexpr uint16_t kWireVersion = 4;
+constexpr uint16_t kWireVersion = 5;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
 // The most a frame may announce at all: the largest variable (2^40 elements of 8 bytes) and
@@ -41,8 +41,17 @@ enum class Op : uint8_t {
   kPing = 11,
   kWorkerDone = 12,    // a worker task closed its session (payload: job name; var_id: task)
   kAuth = 13,          // answers HELLO's challenge: client nonce + proof (auth.h)
+  // Version 5: hash tables (VarSpec.table) and the cluster a task belongs to.
+  kTableExport = 14,   // step: cursor (0 first); count: most rows wanted. Reply count: rows
+                       // sent, step: next cursor (-1: done); payload: TableRows records
+  kTableImport = 15,   // count rows of TableRows; kFlagInit: clear the table first (restore)
+  kTableEvict = 16,    // arg0: evict rows unseen for >= arg0 updates (0: no such rule); arg1:
+                       // rows updated fewer than arg1 times (0: none). Reply count: evicted,
+                       // step: rows left
+  kClusterInfo = 17,   // reply payload: the cluster definition the task was started with
+                       // (UTF-8 JSON, docs/protocol.md), empty when it has none
 };
-constexpr uint8_t kMaxOp = 13;
+constexpr uint8_t kMaxOp = 17;
 
 // HELLO request `count`: what the connection carries.
 constexpr uint32_t kChannelRequests = 0;   // every op
@@ -69,6 +78,7 @@ inline uint8_t AllowedFlags(uint8_t op) {
     case Op::kAssign: return kFlagInit;
     case Op::kStepRead: return kFlagWaitStep;
     case Op::kStepIncrement: return kFlagStepTagged;
+    case Op::kTableImport: return kFlagInit;
     default: return 0;
   }
 }
@@ -340,6 +350,21 @@ struct VarSpec {
   double slot_init2 = 0.0;         // f64: initial value of slot 2's elements
   double slot_init3 = 0.0;         // f64: initial value of slot 3's elements
   InitSpec init;                   // the initializer the ps task runs (REGISTER with INIT)
+  // Version 5. table = 1: a hash table of rows keyed by arbitrary int64 ids (table.h). Its
+  // shape is [0, row dims...]: rows are created on first use from `init` (element j of the
+  // row of id k is element k * row_elements + j of the initializer's stream), at most
+  // max_rows of them (0: no limit).
+  uint8_t table = 0;               // u8: 0 variable, 1 hash table
+  uint64_t max_rows = 0;           // u64
+
+  bool is_table() const { return table != 0; }
+  // Elements of one row: the product of shape[1:] (0 for a scalar).
+  int64_t RowElements() const {
+    if (shape.empty()) return 0;
+    int64_t n = 1;
+    for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+    return n;
+  }
 
   int64_t NumElements() const {
     int64_t n = 1;
@@ -372,6 +397,8 @@ struct VarSpec {
     w->Put<uint64_t>(init.offset);
     w->Put<uint8_t>(static_cast<uint8_t>(init.full_shape.size()));
     for (int64_t d : init.full_shape) w->Put<int64_t>(d);
+    w->Put<uint8_t>(table);
+    w->Put<uint64_t>(max_rows);
   }
   Status Decode(Reader* r) {
     uint8_t dt, rank, opt;
@@ -437,6 +464,30 @@ struct VarSpec {
                                std::to_string(d));
       full_n *= d;
     }
+    if (!r->Get(&table) || !r->Get(&max_rows))
+      return InvalidArgument("register '" + name + "': truncated table spec");
+    if (table > 1)
+      return InvalidArgument("register '" + name + "': table code " + std::to_string(table) +
+                             "; valid: 0 (variable), 1 (hash table)");
+    if (table) {
+      if (shape.size() < 2 || shape[0] != 0 || RowElements() == 0)
+        return InvalidArgument("register '" + name + "': a hash table's shape is [0, row "
+                               "dims...] with no zero row dimension; got rank " +
+                               std::to_string(shape.size()));
+      if (dtype == DType::kInt64)
+        return InvalidArgument("register '" + name + "': a hash table holds float32 or "
+                               "float64 rows, not int64");
+      if (replicas_to_aggregate != 0 || total_num_replicas != 0)
+        return InvalidArgument("register '" + name + "': hash tables are trained "
+                               "asynchronously; replicas_to_aggregate must be 0");
+      if (!(std::isfinite(init.a) && std::isfinite(init.b)))
+        return InvalidArgument("register '" + name + "': initializer parameters must be finite");
+      if (full_rank == 0) init.full_shape.assign(shape.begin() + 1, shape.end());
+      return CheckOptimizer(opt);
+    }
+    if (max_rows != 0)
+      return InvalidArgument("register '" + name + "': max_rows " + std::to_string(max_rows) +
+                             " is for hash tables only");
     if (init.kind != InitKind::kNone) {
       if (full_rank == 0 && !shape.empty()) {
         init.full_shape = shape;  // not partitioned: the variable is the whole
@@ -459,6 +510,11 @@ struct VarSpec {
                              std::to_string(replicas_to_aggregate) + " and total_num_replicas " +
                              std::to_string(total_num_replicas) +
                              " must be both 0 (asynchronous) or both >= 1");
+    return CheckOptimizer(opt);
+  }
+
+ private:
+  Status CheckOptimizer(uint8_t opt) {
     if (opt > kMaxOptimizer)
       return InvalidArgument("register '" + name + "': unknown optimizer code " +
                              std::to_string(opt));

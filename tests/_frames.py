@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 4
+VERSION = 5
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
@@ -20,6 +20,8 @@ FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "s
 
 HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
 STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE, AUTH = 7, 8, 9, 10, 11, 12, 13
+TABLE_EXPORT, TABLE_IMPORT, TABLE_EVICT, CLUSTER_INFO = 14, 15, 16, 17  # version 5
+MAX_OP = CLUSTER_INFO
 
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
 F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
@@ -57,7 +59,8 @@ def var_spec(name: bytes | str, dtype: int, shape: Sequence[int] = (), optimizer
              l2_shrinkage: float = 0.0, lr_power: float = -0.5, slot_init2: float = 0.0,
              slot_init3: float = 0.0, init_kind: int = 0, init_a: float = 0.0,
              init_b: float = 0.0, fan_mode: int = 0, distribution: int = 0, seed: int = 0,
-             offset: int = 0, full_shape: Sequence[int] = ()) -> bytes:
+             offset: int = 0, full_shape: Sequence[int] = (), table: int = 0,
+             max_rows: int = 0) -> bytes:
     """A REGISTER payload (VarSpec), field by field in the order docs/protocol.md lists them.
 
     Any value the layout can carry is packed, valid or not: `name` may be bytes that are not
@@ -75,7 +78,8 @@ def var_spec(name: bytes | str, dtype: int, shape: Sequence[int] = (), optimizer
             + struct.pack("<BddBBQQB", init_kind, init_a, init_b, fan_mode, distribution,
                           seed & 0xFFFF_FFFF_FFFF_FFFF, offset & 0xFFFF_FFFF_FFFF_FFFF,
                           len(full_shape))
-            + b"".join(struct.pack("<q", d) for d in full_shape))
+            + b"".join(struct.pack("<q", d) for d in full_shape)
+            + struct.pack("<BQ", table, max_rows & 0xFFFF_FFFF_FFFF_FFFF))  # version 5
 
 
 def decode(raw: bytes) -> dict[str, Any]:

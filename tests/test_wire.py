@@ -130,7 +130,8 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None, 
             struct.pack("<6d", lr, 0.0, 0.9, 0.999, 1e-8, 0.0) +
             struct.pack("<2I", replicas, total) +
             struct.pack("<7d", 0.0, 0.0, 0.0, 0.0, -0.5, 0.0, 0.0) +  # v4 optimizer fields
-            struct.pack("<BddBBQQB", 0, 0.0, 0.0, 0, 0, 0, 0, 0))     # no initializer
+            struct.pack("<BddBBQQB", 0, 0.0, 0.0, 0, 0, 0, 0, 0) +    # no initializer
+            struct.pack("<BQ", 0, 0))                                  # v5: not a table
 
 
 # ---- A bad fixed header: one error reply, then the connection is closed -------------------
@@ -138,12 +139,12 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None, 
 BAD_HEADERS = [
     ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
      ["magic", "0xdeadbeef", "0x54525350"]),
-    ("version 3", lambda ids: fr.header(fr.PING, version=3), fr.FAILED_PRECONDITION,
-     ["version 3", "version 4"]),
+    ("version 4", lambda ids: fr.header(fr.PING, version=4), fr.FAILED_PRECONDITION,
+     ["version 4", "version 5"]),
     ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
-     ["version 0", "version 4"]),
-    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..13"]),
-    ("op 14", lambda ids: fr.header(14), fr.INVALID_ARGUMENT, ["unknown op 14"]),
+     ["version 0", "version 5"]),
+    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..17"]),
+    ("op 18", lambda ids: fr.header(18), fr.INVALID_ARGUMENT, ["unknown op 18"]),
     ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
     ("dtype code", lambda ids: fr.header(fr.PULL, var_id=ids["W"], dtype=9),
      fr.INVALID_ARGUMENT, ["dtype code 9"]),
@@ -178,8 +179,8 @@ def test_bad_fixed_header_gets_error_then_close(peer, cluster, make, code, words
 
 def test_bad_header_before_hello_gets_error_then_close(ps):
     with fr.connect(ps.address, say_hello=False) as sock:
-        sock.sendall(fr.header(fr.HELLO, version=5))
-        expect_error(sock, fr.FAILED_PRECONDITION, "version 5", "version 4")
+        sock.sendall(fr.header(fr.HELLO, version=6))
+        expect_error(sock, fr.FAILED_PRECONDITION, "version 6", "version 5")
         assert fr.is_closed(sock)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 4
+WIRE_VERSION: Final = 5
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -124,6 +124,7 @@ class Server:
         chunk_bytes: int = 4194304,
         max_inflight_bytes: int = 268435456,
         stall_timeout: float = 60.0,
+        cluster_def: str = "",
     ) -> None:
         """secret: the job's shared secret (b"": no authentication); with one every connection
         must answer HELLO's HMAC-SHA256 challenge before any other request. hello_timeout
@@ -134,7 +135,8 @@ class Server:
         ASSIGN or initial value larger than this is read and applied chunk by chunk (each
         chunk whole). max_inflight_bytes: received payload held at once over all connections;
         past it sockets are not read (backpressure). stall_timeout (seconds): a peer silent
-        in the middle of a frame that long is dropped."""
+        in the middle of a frame that long is dropped. cluster_def: the cluster this task
+        belongs to (JSON, at most 1 MiB), answered to CLUSTER_INFO (Client.cluster_info)."""
     @property
     def port(self) -> int:
         """The bound port (the OS's choice when constructed with port 0)."""
@@ -291,7 +293,33 @@ class Client:
     def is_initialized(self, handles: Sequence[int]) -> list[bool]: ...
     def list_variables(self, shard: int) -> list[dict[str, Any]]:
         """Every variable on the shard: {"id", "name", "dtype", "shape", "initialized",
-        "optimizer"}, in id order."""
+        "optimizer", "table", "rows", "bytes"}, in id order. A hash table's "rows" are its
+        rows and "bytes" the memory they hold; a variable's are its element count and the
+        bytes of its value and slots."""
+    def table_export(
+        self, handle: int, cursor: int, max_rows: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[Any],
+               list[npt.NDArray[Any]], int]:
+        """A page of a hash table's rows from position `cursor` (0 first), at most max_rows:
+        (ids int64[n], update counts int64[n], values [n, row...], one array per optimizer
+        slot, next cursor or -1 when done)."""
+    def table_import(
+        self,
+        handle: int,
+        ids: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64],
+        values: npt.NDArray[Any],
+        slots: Sequence[npt.NDArray[Any]],
+        clear: bool,
+    ) -> None:
+        """Writes rows into a hash table (created or overwritten); clear empties it first
+        (a restore). ResourceExhaustedError past its max_rows."""
+    def table_evict(self, handle: int, unseen: int, min_count: int) -> tuple[int, int]:
+        """Removes the rows not seen for >= unseen updates of the table (0: rule off) or
+        updated fewer than min_count times (0: rule off): (rows evicted, rows left)."""
+    def cluster_info(self, shard: int) -> bytes:
+        """The cluster definition (JSON) the task at `shard` was started with; b"" when
+        it has none."""
     def ping(self, shards: Sequence[int]) -> None: ...
     def worker_done(self, job: str, task: int) -> None:
         """Tells every connected shard that worker /job:job/task:task closed its session."""
