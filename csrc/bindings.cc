@@ -338,6 +338,7 @@ class PyServer {
   size_t num_variables() const { return server_->store()->size(); }
   std::vector<std::string> take_events() { return server_->TakeEvents(); }
   uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
+  void set_cluster_def(const std::string& def) { Check(server_->SetClusterDef(def)); }
 
  private:
   std::unique_ptr<Server> server_;
@@ -1023,7 +1024,8 @@ PYBIND11_MODULE(_core, m) {
       .def("num_connections", &PyServer::num_connections)
       .def("num_variables", &PyServer::num_variables)
       .def("take_events", &PyServer::take_events)
-      .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes);
+      .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
+      .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"));
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, int, const py::bytes&, double>(), py::arg("job"),

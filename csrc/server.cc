@@ -104,10 +104,26 @@ uint64_t Server::Budget::peak() const {
   return peak_;
 }
 
+namespace {
+
+constexpr size_t kMaxClusterDef = size_t{1} << 20;
+
+Status ClusterDefTooBig(const std::string& def) {
+  return InvalidArgument("cluster definition of " + std::to_string(def.size()) +
+                         " bytes exceeds the maximum of 1048576 bytes");
+}
+
+}  // namespace
+
+Status Server::SetClusterDef(const std::string& cluster_def) {
+  if (cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(cluster_def);
+  std::lock_guard<std::mutex> l(cluster_mu_);
+  options_.cluster_def = cluster_def;
+  return Status::Ok();
+}
+
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
-  if (options.cluster_def.size() > (size_t{1} << 20))
-    return InvalidArgument("cluster definition of " + std::to_string(options.cluster_def.size()) +
-                           " bytes exceeds the maximum of 1048576 bytes");
+  if (options.cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(options.cluster_def);
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->options_.chunk_bytes = std::max<uint64_t>(s->options_.chunk_bytes, 4096) / 8 * 8;
@@ -734,8 +750,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
                              "': it is a variable, not a hash table");
         break;
       }
-      if (var->table && ((op == Op::kPush && !sparse) || op == Op::kAssign ||
-                         op == Op::kAssignAdd || (op == Op::kPull && !sparse))) {
+      // (Adam's beta powers, slot 255, are the table's as a variable's: dense access works.)
+      const bool state = h.slot == kOptimizerStateSlot;
+      if (var->table && ((op == Op::kPush && !sparse) || (op == Op::kAssign && !state) ||
+                         op == Op::kAssignAdd || (op == Op::kPull && !sparse && !state))) {
         st = InvalidArgument(std::string(sparse ? "" : "dense ") + OpName(h.op) +
                              " of hash table '" + var->spec.name +
                              "': a table's rows are addressed by id (row-sparse PULL and "
@@ -1142,9 +1160,14 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, st.ok() ? static_cast<int64_t>(var->table->rows()) : 0, 0,
                    var->id, nullptr, 0, static_cast<uint32_t>(evicted));
     }
-    case Op::kClusterInfo:
-      return Reply(conn, h, st, 0, 0, 0, options_.cluster_def.data(),
-                   options_.cluster_def.size());
+    case Op::kClusterInfo: {
+      std::string def;
+      {
+        std::lock_guard<std::mutex> l(cluster_mu_);
+        def = options_.cluster_def;
+      }
+      return Reply(conn, h, st, 0, 0, 0, def.data(), def.size());
+    }
     case Op::kList: {
       Writer w;
       try {

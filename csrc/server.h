@@ -70,6 +70,9 @@ class Server {
   int port() const { return port_; }
   int64_t incarnation() const { return incarnation_; }
   VariableStore* store() { return &store_; }
+  // Replaces what CLUSTER_INFO answers (a server started on port 0 learns its own address
+  // only once bound). InvalidArgument past 1 MiB.
+  Status SetClusterDef(const std::string& cluster_def);
 
   // Ends every thread and closes the port. Idempotent; blocks until the threads have exited.
   void Stop();
@@ -172,6 +175,7 @@ class Server {
   std::atomic<bool> stopped_{false};
 
   mutable std::mutex mu_;           // guards conns_, done_, stopped condition
+  std::mutex cluster_mu_;           // guards options_.cluster_def
   std::condition_variable stopped_cv_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::set<std::pair<std::string, int>> done_;

@@ -270,6 +270,11 @@ def test_cluster_info_returns_what_the_task_was_started_with():
         c.connect(1, f"127.0.0.1:{bare.port}", 5.0)
         assert json.loads(c.cluster_info(0)) == json.loads(cluster)
         assert c.cluster_info(1) == b""
+        bare.set_cluster_def('{"cluster": {}}')
+        assert c.cluster_info(1) == b'{"cluster": {}}'
+        with pytest.raises(errors.InvalidArgumentError, match="1048576"):
+            bare.set_cluster_def("y" * ((1 << 20) + 1))
+        assert c.cluster_info(1) == b'{"cluster": {}}'
     finally:
         c.close()
         srv.stop()

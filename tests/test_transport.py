@@ -605,7 +605,8 @@ def test_is_initialized_and_list(client):
     np.testing.assert_array_equal(out, np.full((2, 2), 3.0, np.float32))
     listed = {v["name"]: v for v in client.list_variables(0)}
     assert listed[u] == {"id": listed[u]["id"], "name": u, "dtype": "float32", "shape": (2, 2),
-                         "initialized": True, "optimizer": "Adagrad"}
+                         "initialized": True, "optimizer": "Adagrad", "table": False,
+                         "rows": 4, "bytes": 2 * 16}  # 4 elements; value + accumulator
     assert listed[s]["dtype"] == "int64" and listed[s]["shape"] == ()
     ids = [v["id"] for v in client.list_variables(0)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

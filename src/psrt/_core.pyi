@@ -155,6 +155,9 @@ class Server:
     def num_variables(self) -> int: ...
     def peak_inflight_bytes(self) -> int:
         """The most received-but-unapplied payload bytes held at once so far."""
+    def set_cluster_def(self, cluster_def: str) -> None:
+        """Replaces what CLUSTER_INFO answers (JSON, at most 1 MiB; InvalidArgumentError
+        past it)."""
     def take_events(self) -> list[str]:
         """Events since the last call, oldest first: failed authentication (with the peer's
         host:port), unauthenticated requests, idle or silent peers closed, peers refused past

@@ -6,6 +6,7 @@ and pulls on C++ threads that never take the GIL; its Python thread sits in :met
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -24,6 +25,33 @@ EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
 
 def _lookup_target(target: str) -> "Server | None":
     return _targets.get(target)
+
+
+def cluster_def_json(cluster: ClusterSpec, job: str, task: int) -> str:
+    """The cluster definition a task's server answers to CLUSTER_INFO (docs/protocol.md):
+    ``{"cluster": {job: {"index": "host:port"}}, "job_name": job, "task_index": task}``."""
+    jobs = {j: {str(i): cluster.task_address(j, i) for i in cluster.task_indices(j)}
+            for j in cluster.jobs}
+    return json.dumps({"cluster": jobs, "job_name": job, "task_index": task}, sort_keys=True)
+
+
+def cluster_from_json(raw: bytes, target: str) -> ClusterSpec | None:
+    """The ClusterSpec of a CLUSTER_INFO reply (None when the task has none).
+
+    Raises:
+        InvalidArgumentError: the reply is not a cluster definition (naming ``target``).
+    """
+    if not raw:
+        return None
+    try:
+        d = json.loads(raw.decode("utf-8"))
+        jobs = {str(j): {int(i): str(a) for i, a in tasks.items()}
+                for j, tasks in d["cluster"].items()}
+        return ClusterSpec(jobs)
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"the task at {target} answered CLUSTER_INFO with something that is "
+                        f"not a cluster definition ({e})") from e
 
 
 def _split_port(job: str, index: int, address: str) -> tuple[str, int]:
@@ -151,6 +179,8 @@ class Server:
                     tasks[self._task] = new
                 self._cluster = ClusterSpec(d)
                 self._port = self._core.port
+            # What a Session('grpc://<this task>') in another process learns from CLUSTER_INFO.
+            self._core.set_cluster_def(cluster_def_json(self._cluster, self._job, self._task))
             _targets[self.target] = self
             # TF's server logs this line ("Started server with target: grpc://...").
             host = f"[{self._host}]" if ":" in self._host else self._host
