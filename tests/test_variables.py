@@ -328,7 +328,9 @@ def test_initializers_on_the_ps_reinitialize_and_restore(ps2, worker, tmp_path):
         np.testing.assert_array_equal(sess.run(emb), trained)
 
 
-def test_partitioned_variable_gradient_errors(ps2, worker):
+def test_partitioned_variable_gradients(ps2, worker):
+    # A dense gradient of the wrong shape is refused; a row-sparse one goes to the part
+    # owning each row (since embedding_ops, 63596b3), as TF's scatter into the partitions.
     server = worker(ps2)
     with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):
         emb = psrt.get_variable("emb", (4, 2), initializer=psrt.zeros_initializer(),
@@ -343,12 +345,13 @@ def test_partitioned_variable_gradient_errors(ps2, worker):
             sess.run(wrong)
         assert str(e.value) == ("gradient for variable 'emb' must be float32[4, 2] "
                                 "C-contiguous; got float32[2, 4]")
-        with pytest.raises(errors.UnimplementedError) as e:
-            sess.run(sparse)
-        assert str(e.value) == ("row-sparse gradients for partitioned variable 'emb' are not "
-                                "supported yet; push a dense gradient")
+        sess.run(sparse)  # row 3 lives in part 1: rows 2..3
+        want = np.zeros((4, 2), np.float32)
+        want[3] = -0.5
+        np.testing.assert_array_equal(sess.run(emb), want)
+        np.testing.assert_array_equal(sess.run(emb._get_variable_list()[1]), want[2:])
         sess.run(dense)
-        np.testing.assert_array_equal(sess.run(emb), np.full((4, 2), -0.5))
+        np.testing.assert_array_equal(sess.run(emb), want - 0.5)
 
 
 # ---- global step -------------------------------------------------------------------------------
