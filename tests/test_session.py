@@ -128,7 +128,7 @@ def test_device_naming_a_missing_job_or_task(ps1, worker):
 
 def test_raw_address_target(ps1, fresh_graph):
     """A "host:port" target of another process: unplaced variables live there; placed ones
-    cannot be resolved without the cluster."""
+    resolve through the cluster the target task was started with (CLUSTER_INFO)."""
     v = psrt.Variable(np.arange(4, dtype=np.float32), name="v")
     with psrt.Session(ps1.addresses[0]) as sess:
         assert sess.sess_str == ps1.addresses[0]
@@ -137,10 +137,9 @@ def test_raw_address_target(ps1, fresh_graph):
     assert ps1.names_on(0) == {"v"}
     with psrt.device("/job:ps/task:0"):
         psrt.Variable(np.zeros(1, np.float32), name="placed")
-    with pytest.raises(errors.InvalidArgumentError, match=(
-            r"variable 'placed' is placed on '/job:ps/task:0', but session target "
-            r"'psrt://127\.0\.0\.1:\d+' is not a psrt\.train\.Server of this process")):
-        psrt.Session("psrt://" + ps1.addresses[0])
+    with psrt.Session("psrt://" + ps1.addresses[0]) as sess:
+        sess.run(psrt.global_variables_initializer())
+    assert ps1.names_on(0) == {"v", "placed"}
 
 
 def test_unreachable_ps_is_unavailable_after_the_connect_timeout(worker, fresh_graph):
@@ -544,3 +543,37 @@ def test_worker_started_before_its_ps_tasks_trains_once_they_come_up():
                 reap(p)
     assert result["steps"] == list(range(1, steps + 1))
     assert result["losses"][-1] < result["losses"][0]
+
+
+# ---- Session('grpc://<a worker>') learns the cluster from the target ----------------------
+
+def test_session_on_a_worker_target_learns_the_cluster_over_the_wire(ps2, worker):
+    """TF: a worker server knows its ClusterDef, so ``tf.Session('grpc://worker:port')``
+    from any process places variables on the ps tasks with no ``cluster_def``
+    (tensorflow/core/distributed_runtime/master.cc creates the session from the server's
+    cluster). psrt's target answers CLUSTER_INFO (docs/protocol.md)."""
+    server = worker(ps2)
+    # Not server.target: "grpc://host:port" is not this process's Server object, so the
+    # session must ask the task itself.
+    target = f"grpc://{LOCALHOST}:{server.port}"
+    with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):
+        w = psrt.Variable(np.arange(3, dtype=np.float32), name="grpc_w")
+        b = psrt.Variable(np.ones(2, np.float32), name="grpc_b")
+    assert (w.device, b.device) == ("/job:ps/task:0", "/job:ps/task:1")
+    with psrt.Session(target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(w), np.arange(3, dtype=np.float32))
+        sess.run(b.assign(np.full(2, 5.0, np.float32)))
+    assert "grpc_w" in ps2.names_on(0) and "grpc_b" in ps2.names_on(1)
+    assert "grpc_w" not in ps2.names_on(1)
+
+
+def test_session_on_a_target_without_a_cluster_says_so(ps1, fresh_graph):
+    bare = _core.Server(LOCALHOST, 0, "ps", 0)  # a task started with no cluster
+    try:
+        with psrt.device("/job:ps/task:0"):
+            psrt.Variable(np.zeros(2, np.float32), name="nowhere")
+        with pytest.raises(errors.InvalidArgumentError, match="cluster is unknown"):
+            psrt.Session(f"grpc://{LOCALHOST}:{bare.port}")
+    finally:
+        bare.stop()

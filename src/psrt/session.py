@@ -205,6 +205,8 @@ class Session(Executor):
             name = f"the session target {self._default_address}"
         else:
             key = (job, task)
+            if self._cluster is None and self._self_task is None:
+                self._cluster = self._target_cluster()
             if self._self_task is not None and (job, task) == self._self_task:
                 address = self._default_address
             elif self._cluster is None:
@@ -232,6 +234,25 @@ class Session(Executor):
             self._shards[key] = shard
             self._shard_names.append(name)
         return self._shards[key]
+
+    def _target_cluster(self) -> Any:
+        """The cluster the session target's task was started with, asked over the wire
+        (CLUSTER_INFO), as TF's worker server knows its ``ClusterDef``; None when the target
+        has none (a task started without a cluster)."""
+        key: tuple[str | None, int] = (None, 0)
+        if key not in self._shards:
+            name = f"the session target {self._default_address}"
+            self._connect(len(self._shards), self._default_address, name)
+            self._shards[key] = len(self._shards)
+            self._shard_names.append(name)
+        from psrt import server as _server  # noqa: PLC0415 (server imports session lazily)
+
+        raw = self._client.cluster_info(self._shards[key])
+        cluster = _server.cluster_from_json(raw, self._target)
+        if cluster is not None:
+            _logger.debug("session target %s belongs to cluster %s", self._target,
+                          cluster.as_dict())
+        return cluster
 
     def _connect(self, shard: int, address: str, name: str) -> None:
         # A task that is not up yet is logged after _CONNECT_FIRST_LOG_SECS, then every
