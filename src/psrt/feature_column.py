@@ -242,8 +242,9 @@ def _cross(columns: list[list[np.ndarray]], num_buckets: int, hash_key: int
         h = np.full(batch, np.uint64(hash_key & _MASK64))
         for col in hashed:
             h = _mix(h, np.concatenate(col) if batch else np.zeros(0, np.uint64))
-        ids = h if num_buckets == 0 else h % np.uint64(num_buckets)
-        ids = ids.view(np.int64) if num_buckets == 0 else ids.astype(np.int64)
+        # Without buckets the full hash, as int64 (TF's output type), else its bucket.
+        ids = h.view(np.int64) if num_buckets == 0 else \
+            (h % np.uint64(num_buckets)).astype(np.int64)
         indices = np.stack([np.arange(batch), np.zeros(batch, np.int64)], axis=1)
         return SparseTensorValue(indices.astype(np.int64), ids, np.array([batch, 1 if batch
                                                                           else 0], np.int64))
