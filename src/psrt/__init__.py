@@ -83,8 +83,29 @@ from psrt.variables import (
     variables_initializer,
     zeros_initializer,
 )
+# ---- initializers computed on the ps (issue 11; area "init") ----
+from psrt import init_ops  # noqa: E402
+from psrt.init_ops import glorot_normal_initializer, variance_scaling_initializer  # noqa: E402
+# ---- embeddings at scale (issue 14; area "emb") ----
+from psrt import embedding_ops  # noqa: E402
+from psrt.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: E402
+from psrt.partitioners import (  # noqa: E402
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
+from psrt import feature_column  # noqa: E402
+from psrt.feature_column import (  # noqa: E402
+    sparse_cross_hashed,
+    string_to_hash_bucket_fast,
+    string_to_hash_bucket_strong,
+)
+# ---- dynamic embedding tables (issue 14, item 5; TF Recommenders-Addons' names) ----
+from psrt import dynamic_embedding  # noqa: E402
 from psrt import nn, train  # noqa: E402  (after the names train re-exports exist)
 from psrt import summary  # noqa: E402
+# -- ports (issue 13): TF's tf.matmul, tf.reduce_sum, tf.reduce_mean, tf.sigmoid, tf.tanh,
+# fused ops with hand-written gradients (psrt/nn.py)
+from psrt.nn import matmul, reduce_mean, reduce_sum, sigmoid, tanh  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1558,6 +1558,8 @@ class Saver:
                     % (name, save_path, session_name, _names_preview(stored_shapes)))
             shape = tuple(int(d) for d in shape)
             stored = tuple(stored_shapes[name])
+            if len(stored) == len(shape) and all(d in (-1, e) for d, e in zip(shape, stored)):
+                shape = stored  # -1: any size (a dynamic table's row count)
             if stored != shape:
                 same_size = math.prod(stored) == math.prod(shape)
                 if not (self._reshape and same_size):

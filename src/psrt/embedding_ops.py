@@ -80,6 +80,10 @@ def _parts_of(params: Any, who: str) -> tuple[list[Variable], str]:
     """The variables a lookup reads and a name for messages."""
     if params is None:
         raise ValueError("params must be specified")
+    from psrt.dynamic_embedding import DynamicEmbeddingVariable  # noqa: PLC0415
+
+    if isinstance(params, DynamicEmbeddingVariable):
+        return params._get_variable_list(), params.name
     if isinstance(params, PartitionedVariable):
         return params._get_variable_list(), params.name
     if isinstance(params, Variable):
@@ -155,6 +159,8 @@ class _Gather:
     def __init__(self, parts: list[Variable], strategy: str, max_norm: Any, name: str) -> None:
         self.parts = parts
         self.sizes = [int(p.shape[0]) for p in parts]
+        # A dynamic table's shards (psrt.dynamic_embedding): ids are keys, shard id % P.
+        self.dynamic = getattr(parts[0], "_table", None) is not None
         self.strategy = strategy
         self.max_norm = None if max_norm is None else float(max_norm)
         self.name = name
@@ -172,6 +178,8 @@ class _Gather:
                 None, None, f"embedding_lookup of '{self.name}': ids must be int32 or int64; "
                 f"got {arr.dtype}")
         flat = arr.astype(np.int64, copy=False).reshape(-1)
+        if self.dynamic:
+            return flat, flat % len(self.parts), flat
         part, row = partition_assignments(flat, self.sizes, self.strategy)
         total = sum(self.sizes)
         bad = np.flatnonzero((flat < 0) | (flat >= total))

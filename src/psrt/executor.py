@@ -514,7 +514,9 @@ class Executor:
                     f"{idx.dtype}")
             idx = idx.astype(np.int64)
         rows = v.shape[0] if len(v.shape) else 0
-        bad = np.flatnonzero((idx < 0) | (idx >= rows)) if idx.ndim == 1 else []
+        # A dynamic table's shard takes any int64 id (its rows are made on first use).
+        table = getattr(v, "_table", None) is not None
+        bad = np.flatnonzero((idx < 0) | (idx >= rows)) if idx.ndim == 1 and not table else []
         if len(bad):
             j = int(bad[0])
             raise errors.InvalidArgumentError(

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from psrt import _auth, _core, errors
+from psrt import dynamic_embedding as _de
 from psrt.executor import Executor, _part_views, _wire
 from psrt.placement import DeviceSpec
 from psrt.variables import Graph, PartitionedVariable, Variable, get_default_graph
@@ -299,6 +300,10 @@ class Session(Executor):
                 hyper = {**hyper, "replicas_to_aggregate": float(v._sync[0]),
                          "total_num_replicas": float(v._sync[1])}
             value = v._ps_initial_value() if init else None  # a value, or a spec the ps computes
+            table_params = getattr(v, "_table_params", None)
+            if table_params is not None:  # a dynamic table's shard: its spec always travels
+                hyper = {**hyper, **table_params(init)}
+                value = v._ps_initial_value()
             entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[_wire(v)], v.shape, kernel,
                             hyper, value))
             owners.append(v)
@@ -372,10 +377,13 @@ class Session(Executor):
     # ---- checkpoint support (psrt.checkpoint.Saver) ----------------------------------------
 
     def _state_items(self, variables: Iterable[Any]) -> list[tuple[str, Any, int]]:
-        """(checkpoint name, variable or partitioned variable, slot) for values and slots."""
+        """(checkpoint name, variable or partitioned variable, slot) for values and slots;
+        dynamic tables are not among them (see :func:`psrt.dynamic_embedding.read_state`)."""
         seen: set[int] = set()
         items: list[tuple[str, Any, int]] = []
         for v in variables:
+            if getattr(v, "_table", None) is not None or _de.tables_of([v]):
+                continue
             if isinstance(v, Variable) and v._partition is not None:
                 v = v._partition[0]
             if id(v) in seen:
@@ -402,6 +410,8 @@ class Session(Executor):
                 out[name] = (shape, np.dtype(np.float64))
             else:
                 out[name] = (tuple(v.shape), np.dtype(_wire(v)))
+        for table in _de.tables_of(variables):
+            out.update(_de.expected_state(table))
         return out
 
     def _psrt_read_state(self, variables: Iterable[Any]) -> dict[str, np.ndarray]:
@@ -425,6 +435,8 @@ class Session(Executor):
                 out[name] = arr
             for slot, (hl, ol) in by_slot.items():
                 self._client.pull(hl, ol, slot)
+            for table in _de.tables_of(variables):
+                out.update(_de.read_state(self, table))
         return out
 
     def _psrt_write_state(self, variables: Iterable[Any], tensors: dict[str, np.ndarray]) -> None:
@@ -458,6 +470,8 @@ class Session(Executor):
                 # restore: a synchronous variable also starts its step afresh (step 0,
                 # nothing pending), so the workers' next gradients are not judged stale.
                 self._client.assign(hl, ol, slot, restore=True)
+            for table in _de.tables_of(variables):
+                _de.write_state(self, table, tensors)
             self._invalidate(touched)
 
     def _psrt_worker_done(self) -> None:
