@@ -501,16 +501,53 @@ class PyClient {
 
   // Pushes dense gradients and, when step_handle >= 0, increments that int64 variable by
   // step_delta in the same batch. Returns the new step (or -1).
+  // A row-sparse PUSH of `indices` (1-D int64) and `rows`, checked against the variable.
+  Call SparsePush(const RemoteVar& v, const py::array& indices, const py::array& rows,
+                  std::optional<double> lr) const {
+    if (v.spec.shape.empty())
+      Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
+    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
+      Raise(InvalidArgument("indices for variable '" + v.spec.name +
+                            "' must be a 1-D C-contiguous int64 array; got " +
+                            DTypeStr(indices) + ShapeOf(indices)));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = indices.size();
+    CheckArray(rows, "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
+    Call c = MakeCall(Op::kPush, v);
+    c.flags |= kFlagSparse;
+    c.count = static_cast<uint32_t>(indices.size());
+    c.send[0] = indices.data();
+    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
+    c.send[1] = rows.data();
+    c.send_len[1] = static_cast<size_t>(rows.nbytes());
+    if (lr) {
+      c.flags |= kFlagHasLr;
+      c.arg0 = *lr;
+    }
+    return c;
+  }
+
   int64_t push(const std::vector<int>& handles, const std::vector<py::array>& grads,
                std::optional<double> lr, int step_handle, int64_t step_delta,
-               std::optional<std::vector<py::array>> return_values) {
+               std::optional<std::vector<py::array>> return_values,
+               const std::vector<int>& sparse_handles,
+               const std::vector<py::array>& sparse_indices,
+               const std::vector<py::array>& sparse_rows) {
     if (handles.size() != grads.size())
       Raise(InvalidArgument("push: " + std::to_string(handles.size()) + " variables but " +
                             std::to_string(grads.size()) + " gradients"));
     if (return_values && return_values->size() != handles.size())
       Raise(InvalidArgument("push: return_values must have one array per variable"));
+    if (sparse_handles.size() != sparse_indices.size() ||
+        sparse_handles.size() != sparse_rows.size())
+      Raise(InvalidArgument("push: sparse_handles, sparse_indices and sparse_rows must have "
+                            "the same length"));
     std::vector<Call> calls;
-    calls.reserve(handles.size() + 1);
+    calls.reserve(handles.size() + sparse_handles.size() + 1);
+    // Row-sparse gradients go in the same batch, so every shard gets its dense and sparse
+    // updates in one parallel round trip.
+    for (size_t i = 0; i < sparse_handles.size(); ++i)
+      calls.push_back(SparsePush(Var(sparse_handles[i]), sparse_indices[i], sparse_rows[i], lr));
     for (size_t i = 0; i < handles.size(); ++i) {
       const RemoteVar& v = Var(handles[i]);
       Call c = DensePush(v, grads[i], lr);
@@ -668,6 +705,39 @@ class PyClient {
     }
     Check(RunLocked(&calls));
     return step_handle >= 0 ? calls.back().step_out : -1;
+  }
+
+  // Rows of several variables in one parallel round trip (one request per variable).
+  void pull_rows_batch(const std::vector<int>& handles, const std::vector<py::array>& indices,
+                       const std::vector<py::array>& outs) {
+    if (handles.size() != indices.size() || handles.size() != outs.size())
+      Raise(InvalidArgument("pull_rows_batch: handles, indices and outs must have the same "
+                            "length"));
+    std::vector<Call> calls;
+    calls.reserve(handles.size());
+    for (size_t i = 0; i < handles.size(); ++i) calls.push_back(RowPull(handles[i], indices[i], outs[i]));
+    Check(RunLocked(&calls));
+  }
+
+  Call RowPull(int handle, const py::array& indices, const py::array& out) {
+    const RemoteVar& v = Var(handle);
+    if (v.spec.shape.empty())
+      Raise(InvalidArgument("row pull from scalar variable '" + v.spec.name + "'"));
+    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
+      Raise(InvalidArgument("indices for variable '" + v.spec.name +
+                            "' must be a 1-D C-contiguous int64 array; got " +
+                            DTypeStr(indices) + ShapeOf(indices)));
+    std::vector<int64_t> row_shape = v.spec.shape;
+    row_shape[0] = indices.size();
+    CheckArray(out, "row output", v.spec.name, v.spec.dtype, row_shape, true);
+    Call c = MakeCall(Op::kPull, v);
+    c.flags |= kFlagSparse;
+    c.count = static_cast<uint32_t>(indices.size());
+    c.send[0] = indices.data();
+    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
+    c.recv = const_cast<void*>(out.data());
+    c.recv_len = static_cast<size_t>(out.nbytes());
+    return c;
   }
 
   void pull_rows(int handle, py::array indices, py::array out) {
@@ -1041,7 +1111,12 @@ PYBIND11_MODULE(_core, m) {
       .def("pull", &PyClient::pull, py::arg("handles"), py::arg("outs"), py::arg("slot") = 0)
       .def("push", &PyClient::push, py::arg("handles"), py::arg("grads"),
            py::arg("learning_rate") = py::none(), py::arg("step_handle") = -1,
-           py::arg("step_delta") = 1, py::arg("return_values") = py::none())
+           py::arg("step_delta") = 1, py::arg("return_values") = py::none(),
+           py::arg("sparse_handles") = std::vector<int>(),
+           py::arg("sparse_indices") = std::vector<py::array>(),
+           py::arg("sparse_rows") = std::vector<py::array>())
+      .def("pull_rows_batch", &PyClient::pull_rows_batch, py::arg("handles"),
+           py::arg("indices"), py::arg("outs"))
       .def("push_sparse", &PyClient::push_sparse, py::arg("handle"), py::arg("indices"),
            py::arg("rows"), py::arg("learning_rate") = py::none(), py::arg("step_handle") = -1,
            py::arg("step_delta") = 1)

@@ -160,12 +160,19 @@ def test_max_norm_clips_rows_as_tf_clip_by_norm(shared_ps2, worker, prefix):
 
 
 class _RecordingClient:
-    """Wraps a session's core client, recording each row pull (handle, indices)."""
+    """Wraps a session's core client, recording each row pull (handle, indices) and each
+    batch of them (one parallel round trip)."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
         self.row_pulls: list[tuple[int, np.ndarray]] = []
+        self.row_batches: list[list[int]] = []
         self.dense_pulls: list[list[int]] = []
+
+    def pull_rows_batch(self, handles: Any, indices: Any, outs: Any) -> None:
+        self.row_batches.append(list(handles))
+        self.row_pulls.extend((h, i.copy()) for h, i in zip(handles, indices))
+        self._client.pull_rows_batch(handles, indices, outs)
 
     def pull_rows(self, handle: int, indices: np.ndarray, out: np.ndarray) -> None:
         self.row_pulls.append((handle, indices.copy()))
@@ -198,9 +205,9 @@ def test_each_distinct_row_is_pulled_once_per_run(shared_ps2, worker, prefix):
     np.testing.assert_array_equal(b, mod_table[batch[::-1] + 1])
     assert rec.dense_pulls == []            # never the whole table
     # ids {2,3,4,5,17,18}: mod 2 -> part 0 rows {1, 2, 9}, part 1 rows {1, 2, 8}; one
-    # request per part, each row once, sorted.
+    # request per part, each row once, sorted, both parts in one round trip.
     pulled = {h: idx.tolist() for h, idx in rec.row_pulls}
-    assert len(rec.row_pulls) == 2
+    assert len(rec.row_pulls) == 2 and len(rec.row_batches) == 1
     assert sorted(pulled.values()) == [[1, 2, 8], [1, 2, 9]]
 
 

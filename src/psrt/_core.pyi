@@ -229,10 +229,22 @@ class Client:
         step_handle: int = -1,
         step_delta: int = 1,
         return_values: Sequence[npt.NDArray[Any]] | None = None,
+        sparse_handles: Sequence[int] = [],
+        sparse_indices: Sequence[npt.NDArray[np.int64]] = [],
+        sparse_rows: Sequence[npt.NDArray[Any]] = [],
     ) -> int:
         """Applies dense gradients (C-contiguous, the variable's dtype and shape) on the ps
-        tasks; bumps step_handle by step_delta in the same batch and returns the new step
-        (-1 without one). return_values receive each variable's value after its update."""
+        tasks, and row-sparse ones (sparse_rows[i][j] updates row sparse_indices[i][j] of
+        sparse_handles[i]) in the same batch: one parallel round trip; bumps step_handle by
+        step_delta in it too and returns the new step (-1 without one). return_values
+        receive each dense variable's value after its update."""
+    def pull_rows_batch(
+        self,
+        handles: Sequence[int],
+        indices: Sequence[npt.NDArray[np.int64]],
+        outs: Sequence[npt.NDArray[Any]],
+    ) -> None:
+        """pull_rows of several variables in one parallel round trip."""
     def push_sparse(
         self,
         handle: int,

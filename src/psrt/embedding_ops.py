@@ -373,15 +373,23 @@ def prepare_rows(session: Any, plans: Sequence[Any], var_values: dict[int, Any],
             src = node.inputs[1 + n + k]
             entry = wanted.setdefault(id(src), (src, []))
             entry[1].append(row if n == 1 else row[part == k])
+    handles, idx, outs = [], [], []
     for src, chunks in wanted.values():
         v = src.variable
         uniq = np.unique(np.concatenate(chunks))
         out = np.empty((len(uniq),) + tuple(v.shape[1:]), v._wire_dtype)
         if len(uniq):
-            # One request per part; the core has no batched row pull over several
-            # variables yet, so parts are pulled one after the other.
-            session._client.pull_rows(session._handle(v), uniq, out)
+            handles.append(session._handle(v))
+            idx.append(uniq)
+            outs.append(out)
         var_values[id(src.ids)] = uniq
+        var_values[(id(src), "wire")] = out
+    # Every part's rows in one parallel round trip (one request per part).
+    if handles:
+        session._client.pull_rows_batch(handles, idx, outs)
+    for src, _ in wanted.values():
+        out = var_values.pop((id(src), "wire"))
+        v = src.variable
         var_values[id(src)] = out if out.dtype == v.dtype else out.astype(v.dtype)
     return known
 

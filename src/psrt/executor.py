@@ -435,12 +435,12 @@ class Executor:
             len(dense_out) == len(dense_h)
         step = -1
         try:
-            if dense_h or not sparse:
-                step = self._client.push(dense_h, dense_g, lr, step_h if not sparse else -1, 1,
-                                         dense_out if use_return and dense_h else None)
-            for k, (v, g, idx) in enumerate(sparse):
-                last = k == len(sparse) - 1
-                step = self._push_sparse(v, g, idx, lr, step_h if last else -1)
+            # Dense and row-sparse gradients and the global step: one parallel round trip.
+            step = self._client.push(dense_h, dense_g, lr, step_h, 1,
+                                     dense_out if use_return and dense_h else None,
+                                     [self._handle(v) for v, _, _ in sparse],
+                                     [idx for _, _, idx in sparse],
+                                     [g.values for _, g, _ in sparse])
             if float_step:
                 self._client.assign_add([self._handle(gs)], [np.ones((), _wire(gs))])
                 self._invalidate([gs])
@@ -533,10 +533,6 @@ class Executor:
                 f"{shape(want) if want is not None else ''}; got "
                 f"{getattr(values, 'dtype', type(values).__name__)}{shape(np.shape(values))}")
         return np.ascontiguousarray(idx)
-
-    def _push_sparse(self, v: Any, g: IndexedSlices, idx: np.ndarray, lr: float,
-                     step_h: int) -> int:
-        return self._client.push_sparse(self._handle(v), idx, g.values, lr, step_h, 1)
 
     # ---- synchronous training (SyncReplicasOptimizer) --------------------------------------
 
