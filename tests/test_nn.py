@@ -214,3 +214,31 @@ def test_fused_op_errors_are_tfs():
     out = psrt.reduce_mean(psrt.nn.softmax_cross_entropy_with_logits(
         labels=ONE_HOT.astype(np.float32), logits=LOGITS.astype(np.float32)))
     assert np.asarray(out).dtype == np.float32
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_mean_of_softmax_cross_entropy_is_one_fused_op(fresh_graph, v2):  # noqa: F811
+    # reduce_mean(softmax_cross_entropy_with_logits(...)) over every axis becomes one op on
+    # the labels and logits: the same value as the mean of the per-example tensor (fetched
+    # in the same run) and the same gradients (numpy: (softmax - labels) / n for the logits,
+    # -log_softmax / n for v2's labels).
+    logits0 = RNG.normal(0, 1, (4, 5))
+    logits = psrt.Variable(logits0, name="logits")
+    labels = psrt.Variable(SOFT, name="labels")
+    xent_fn = psrt.nn.softmax_cross_entropy_with_logits_v2 if v2 else \
+        psrt.nn.softmax_cross_entropy_with_logits
+    per_example = xent_fn(labels=labels, logits=logits)
+    loss = psrt.reduce_mean(per_example)
+    assert per_example.op not in [getattr(i, "op", None) for i in loss.op.inputs]
+    train = psrt.train.GradientDescentOptimizer(1.0).minimize(loss)
+    log_p = _np_log_softmax(logits0)
+    want_loss = -np.mean(np.sum(SOFT * log_p, axis=1))
+    with psrt.Session() as sess:
+        sess.run(psrt.global_variables_initializer())
+        assert sess.run(loss) == pytest.approx(np.mean(sess.run(per_example)), rel=1e-12)
+        got_loss, _ = sess.run([loss, train])
+        assert got_loss == pytest.approx(want_loss, rel=1e-12)
+        np.testing.assert_allclose(sess.run(logits),
+                                   logits0 - (np.exp(log_p) - SOFT) / 4, rtol=1e-12)
+        want_labels = SOFT - (-log_p / 4) if v2 else SOFT
+        np.testing.assert_allclose(sess.run(labels), want_labels, rtol=1e-12)

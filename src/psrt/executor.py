@@ -325,13 +325,19 @@ class Executor:
             pending = rs.pending if rs is not None else None
             # Variables read only through embedding lookups are not pulled whole: their
             # rows are (prepare_rows) and their gradients are row-sparse.
-            read = {id(v) for v in plan.variables}
-            dense = [v for v in var_list if id(v) in read] \
-                if plan.lookups or (pending is not None and pending.lookups) else var_list
+            lookups = bool(plan.lookups or (pending is not None and pending.lookups))
+            if lookups:
+                read = {id(v) for v in plan.variables}
+                dense = [v for v in var_list if id(v) in read]
+            else:
+                dense = var_list
             values = self._values_for(dense)
             var_values = {id(v): x for v, x in zip(dense, values)}
             others = [v for v in plan.variables if id(v) not in var_values]
-            if pending is not None:
+            # The loss fetched with its own train op (``run([train_op, loss])``) has the
+            # same cached plan: computing the loss computes every fetched tensor.
+            same = pending is plan
+            if pending is not None and not same:
                 others += [v for v in pending.variables
                            if id(v) not in var_values and v not in others]
             if others:
@@ -339,16 +345,18 @@ class Executor:
             memo = rs.memo if rs is not None else {}
             rows: list[Any] = []
             known: dict[int, Any] = {}
-            if plan.lookups or (pending is not None and pending.lookups):
+            if lookups:
                 known = _embedding.prepare_rows(self, [plan, pending], var_values, feeds, memo)
                 rows = _embedding.trainable_rows(plan, var_list)
-            loss, grads = _graph.value_and_gradients(plan, op.loss, list(dense) + rows,
+            loss, grads = _graph.value_and_gradients(plan, op.loss,
+                                                     list(dense) + rows if rows else dense,
                                                      var_values, feeds, memo, known)
             if dense is not var_list or rows:
                 grads = _embedding.table_gradients(var_list, dense, grads[:len(dense)], rows,
                                                    grads[len(dense):], var_values)
             if pending is not None:
-                _graph.evaluate(pending, var_values, feeds, memo)
+                if not same:
+                    _graph.evaluate(pending, var_values, feeds, memo)
                 rs.pending = None  # type: ignore[union-attr]
             if rs is not None:
                 _own_all(rs)

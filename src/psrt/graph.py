@@ -765,11 +765,12 @@ def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
                       var_values: dict[int, Any], feeds: dict[str, Any]
                       ) -> tuple[list[Any], bool]:
     """``(program, loss_active)``: whether ``loss`` depends on ``diff_vars``, and how
-    :func:`value_and_gradients` runs each op of ``plan``: ``(0, node, one-op plan,
-    None)`` plainly, ``(3, node, id of its output, default)`` a fed placeholder,
-    ``(1, node, needs, sources)`` with its own gradient (``sources``: per
-    argument ``(0, id)`` a tensor, ``(1, id)`` a variable's value, ``(2, constant)``), or
-    ``(2, node, needs, None)`` traced. Built once per loss plan and set of differentiated
+    :func:`value_and_gradients` runs each op of ``plan``: ``(0, node, one-op plan, None,
+    None)`` plainly, ``(3, node, id of its output, default, None)`` a fed placeholder,
+    ``(1, node, needs, sources, back)`` with its own gradient (``sources``: per argument
+    ``(0, id)`` a tensor, ``(1, id)`` a variable's value, ``(2, constant)``), or ``(2, node,
+    needs, None, back)`` traced; ``back`` is ``(output id, or a tuple of them for a
+    multi-output op; ((position, id) of each input whose gradient is wanted))``. Built once per loss plan and set of differentiated
     variables, and kept with the loss's cached plans (a plan pruned by this run's feeds is
     not kept)."""
     key = ("gradients", id(plan)) + tuple(map(id, diff_vars))
@@ -783,17 +784,21 @@ def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
         act = tuple(i for i, x in enumerate(ins) if id(x) in active) \
             if node.type == "PyFunc" and node.name not in feeds else ()
         if node.type == "Placeholder" and node.name in feeds:
-            program.append((3, node, id(node.outputs[0]), ins[0] if ins else None))
+            program.append((3, node, id(node.outputs[0]), ins[0] if ins else None, None))
             continue
         if not act:
-            program.append((0, node, _OneNode(node), None))
+            program.append((0, node, _OneNode(node), None, None))
             continue
+        # What the backward pass needs: the output ids, and (position, id) of each input
+        # whose gradient is wanted.
+        back = (id(node.outputs[0]) if node._single else tuple(id(t) for t in node.outputs),
+                tuple((i, id(ins[i])) for i in act))
         if node.vjp is not None and node._single:
             srcs = tuple((0, id(x)) if isinstance(x, Tensor) else
                          (1, id(x)) if id(x) in var_values else (2, x) for x in ins)
-            program.append((1, node, act, srcs))
+            program.append((1, node, act, srcs, back))
         else:
-            program.append((2, node, list(act), None))
+            program.append((2, node, list(act), None, back))
         active.update(id(t) for t in node.outputs)
     result = (program, id(loss) in active)
     if loss._plans.get((id(loss),)) is plan:
@@ -827,47 +832,48 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
     then walks the ops in reverse, as TF's ``gradients`` walks the graph: the Python cost
     per step is one call per op, not one per numpy call inside the ops."""
     vals: dict[int, Any] = dict(known) if known else {}   # id(Tensor) -> value this step
-    tape: list[tuple[Node, Any, Any]] = []
+    tape: list[tuple[Any, Any]] = []
     program, loss_active = _gradient_program(plan, loss, diff_vars, var_values, feeds)
-    for kind, node, act, srcs in program:
-        if kind == 3:      # a placeholder: its feed or default
-            vals[act] = feeds[node.name] if node.name in feeds else srcs
-            continue
-        if kind == 0:      # reads nothing differentiated: runs plainly
-            evaluate(act, var_values, feeds, vals)
-            continue
+    for kind, node, act, srcs, back in program:
         if kind == 1:      # has its own gradient
             y, grad_fn = node.vjp(act, *[vals[k] if s == 0 else var_values[k] if s == 1
                                          else k for s, k in srcs])
-            vals[id(node.outputs[0])] = \
-                y if node._dtypes[0] is None else _convert_output(node, 0, y)
+            vals[back[0]] = y if node._dtypes[0] is None else _convert_output(node, 0, y)
+        elif kind == 3:    # a placeholder: its feed or default
+            vals[act] = feeds[node.name] if node.name in feeds else srcs
+            continue
+        elif kind == 0:    # reads nothing differentiated: runs plainly
+            evaluate(act, var_values, feeds, vals)
+            continue
         else:              # traced by autograd
             grad_fn = _traced(node, act, var_values, feeds, vals)
-        tape.append((node, act, grad_fn))
+        tape.append((back, grad_fn))
     value = vals[id(loss)]
-    for key, val in vals.items():
-        memo.setdefault(key, val)
+    if memo:
+        for key, val in vals.items():
+            memo.setdefault(key, val)
+    else:
+        memo.update(vals)
     cotangents: dict[int, Any] = {}
     if loss_active:
         cotangents[id(loss)] = np.ones_like(value)
-    for node, act, grad_fn in reversed(tape):
-        if node._single:
-            dy = cotangents.pop(id(node.outputs[0]), None)
+    for (outs, wanted), grad_fn in reversed(tape):
+        if outs.__class__ is int:
+            dy = cotangents.pop(outs, None)
             if dy is None:
                 continue
             gs = grad_fn(dy)
         else:
-            dys = [cotangents.pop(id(t), None) for t in node.outputs]
+            dys = [cotangents.pop(k, None) for k in outs]
             if all(d is None for d in dys):
                 continue
             gs = grad_fn(dys)
         if not isinstance(gs, (tuple, list)):
             gs = (gs,)
-        for i in act:
+        for i, key in wanted:
             g = gs[i] if i < len(gs) else None
             if g is None:
                 continue
-            key = id(node.inputs[i])
             prev = cotangents.get(key)
             cotangents[key] = g if prev is None else prev + g
     grads = [cotangents.get(id(v)) for v in diff_vars]

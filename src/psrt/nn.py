@@ -6,6 +6,7 @@ tracing."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -80,7 +81,7 @@ def _fused(fwd: Callable[..., Any]) -> Callable[..., Any]:
         if any(_graph._is_graph_value(x) for x in inputs):
             t = _graph.py_func(lambda *a: fwd(_ALL, *a, **settings)[0], list(inputs), None,
                                name=name)
-            t.op.vjp = lambda needs, *a: fwd(needs, *a, **settings)
+            t.op.vjp = functools.partial(fwd, **settings) if settings else fwd
             return t
         return prim(*inputs, **settings)
     return apply
@@ -514,10 +515,47 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool | None = Non
                 name: str | None = None, reduction_indices: Any = None,
                 keep_dims: bool | None = None) -> Any:
     """Mean over ``axis`` (an int, a list, or None: every axis), as ``tf.reduce_mean``;
-    a float32 input gives a float32 mean. Arguments and errors as :func:`reduce_sum`."""
-    return _reduce_mean_op(name or "Mean", [input_tensor],
-                           axis=_reduce_axis(axis, reduction_indices),
-                           keepdims=_keepdims(keepdims, keep_dims))
+    a float32 input gives a float32 mean. Arguments and errors as :func:`reduce_sum`.
+
+    The mean of a whole :func:`softmax_cross_entropy_with_logits` tensor (the usual loss)
+    is one fused op on that op's labels and logits: the same value and gradient, with the
+    per-example losses never materialized (they are computed apart when fetched)."""
+    axis = _reduce_axis(axis, reduction_indices)
+    keep = _keepdims(keepdims, keep_dims)
+    xent = getattr(getattr(input_tensor, "op", None), "vjp", None)
+    if axis is None and not keep and isinstance(xent, functools.partial) and \
+            xent.func is _softmax_xent and xent.keywords.get("axis") == -1:
+        return _mean_softmax_xent_op(name or "Mean", list(input_tensor.op.inputs),
+                                     labels_grad=xent.keywords["labels_grad"])
+    return _reduce_mean_op(name or "Mean", [input_tensor], axis=axis, keepdims=keep)
+
+
+def _mean_softmax_xent(needs: Any, labels: Any, logits: Any, labels_grad: bool) -> Any:
+    """``reduce_mean(softmax_cross_entropy_with_logits(labels, logits))`` over the last
+    axis, in one op: what a hand-written numpy loss computes."""
+    logits = np.asarray(logits)
+    labels = np.asarray(labels, logits.dtype)
+    if labels.shape != logits.shape:
+        raise errors.InvalidArgumentError(
+            None, None, f"logits and labels must be broadcastable: logits_size="
+            f"{_dims(logits.shape)} labels_size={_dims(labels.shape)}")
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    s = e.sum(axis=-1, keepdims=True)
+    log_p = shifted - np.log(s)
+    n = labels.size // labels.shape[-1] if labels.ndim and labels.shape[-1] else 1
+    # A Python float scale keeps float32 values float32 (numpy's weak scalars).
+    scale = 1.0 / max(n, 1)
+    loss = np.sum(labels * log_p) * -scale
+
+    def grad(dy: Any) -> tuple[Any, Any]:
+        k = dy * scale
+        d_labels = (-k) * log_p if labels_grad and 0 in needs else None
+        return d_labels, ((e / s - labels) * k if 1 in needs else None)
+    return loss, grad
+
+
+_mean_softmax_xent_op = _fused(_mean_softmax_xent)
 
 
 def __getattr__(name: str) -> object:
