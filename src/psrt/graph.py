@@ -729,7 +729,7 @@ def _traced(node: Node, act: list[int], var_values: dict[int, Any], feeds: dict[
                 local[id(x)] = new_box(vals[id(x)], trace, root)
             else:
                 overlay[id(x)] = new_box(var_values[id(x)], trace, root)
-        evaluate(_OneNode(node), overlay, feeds, local)
+        evaluate(_OneNode(node), overlay, feeds, local)  # type: ignore[arg-type]
     ends = [local[id(t)] for t in node.outputs]
     for t, e in zip(node.outputs, ends):
         vals[id(t)] = getval(e)
@@ -778,7 +778,7 @@ def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
     if cached is not None:
         return cached
     active: set[int] = {id(v) for v in diff_vars}
-    program = []
+    program: list[tuple[Any, ...]] = []
     for node in plan.nodes:
         ins = node.inputs
         act = tuple(i for i, x in enumerate(ins) if id(x) in active) \
@@ -843,7 +843,7 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
             vals[act] = feeds[node.name] if node.name in feeds else srcs
             continue
         elif kind == 0:    # reads nothing differentiated: runs plainly
-            evaluate(act, var_values, feeds, vals)
+            evaluate(act, var_values, feeds, vals)  # act: an _OneNode
             continue
         else:              # traced by autograd
             grad_fn = _traced(node, act, var_values, feeds, vals)

@@ -480,7 +480,7 @@ def _reduce_sum(needs: Any, x: Any, axis: Any, keepdims: bool) -> Any:
 
 def _reduce_mean(needs: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     x = np.asarray(x)
-    total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+    total = np.sum(x, axis=axis, keepdims=keepdims)
     count = x.size // max(np.size(total), 1) if x.size else 1
     if x.dtype.kind == "f":
         scale = x.dtype.type(1.0 / count)
