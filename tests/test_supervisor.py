@@ -378,3 +378,30 @@ def test_summary_writer_only_on_a_chief_with_a_logdir_or_given(job, tmp_path):
                                   global_step=m.global_step)
     assert given.summary_writer is writer
     writer.close()
+
+
+def test_stop_on_a_worker_tells_the_ps_tasks_it_is_done():
+    """A script that stops its Supervisor by hand (``sv.stop()``, not managed_session) still
+    lets ps tasks started by psrt-launch (PSRT_EXIT_WHEN_WORKERS_DONE) end: the worker says
+    WORKER_DONE, once."""
+    psrt.reset_default_graph()
+    cluster = {"ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:0"]}
+    ps = psrt.train.Server(cluster, job_name="ps", task_index=0)
+    cluster["ps"] = [f"127.0.0.1:{ps.port}"]
+    worker = psrt.train.Server(cluster, job_name="worker", task_index=0)
+    try:
+        with psrt.device(psrt.train.replica_device_setter(cluster=worker.server_def_cluster)):
+            gs = psrt.train.get_or_create_global_step()
+            psrt.Variable(np.zeros(2, np.float32), name="sv_done_w")
+        sv = psrt.train.Supervisor(is_chief=True, global_step=gs, save_model_secs=0,
+                                   save_summaries_secs=0)
+        sess = sv.prepare_or_wait_for_session(worker.target)
+        assert ps._core.done_workers() == []
+        sv.stop()
+        assert ps._core.done_workers() == [("worker", 0)]
+        sv.stop()  # idempotent
+        assert ps._core.done_workers() == [("worker", 0)]
+        sess.close()
+    finally:
+        worker.stop()
+        ps.stop()

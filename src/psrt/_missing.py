@@ -30,24 +30,18 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
     ("psrt", "local_variables_initializer"): "psrt has no local variables; drop it, or use "
                                              "psrt.global_variables_initializer()",
-    ("psrt", "tables_initializer"): "psrt has no lookup tables; drop it",
+    ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
+                                    "psrt.dynamic_embedding tables too; drop it",
     # tf.nn.*
-    ("psrt.nn", "conv2d"): "psrt has no tf.nn ops besides embedding lookups; compute "
-                           "convolutions in numpy inside the loss function",
-    ("psrt.nn", "relu"): "compute it in numpy: np.maximum(x, 0)",
-    ("psrt.nn", "softmax"): "compute it in numpy inside the loss function",
-    ("psrt.nn", "softmax_cross_entropy_with_logits"): "compute the loss and its gradient in "
-                                                      "numpy inside the loss function",
-    ("psrt.nn", "sparse_softmax_cross_entropy_with_logits"): "compute the loss and its "
-                                                             "gradient in numpy inside the "
-                                                             "loss function",
-    ("psrt.nn", "sigmoid_cross_entropy_with_logits"): "compute the loss and its gradient in "
-                                                      "numpy inside the loss function",
-    ("psrt.nn", "dropout"): "apply a numpy mask inside the loss function",
-    ("psrt.nn", "max_pool"): "compute it in numpy inside the loss function",
-    ("psrt.nn", "nce_loss"): "compute it in numpy inside the loss function, returning "
-                             "psrt.IndexedSlices gradients for the embedding",
-    ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside the loss function",
+    ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
+                           "only; write the convolution in numpy inside a @psrt.function "
+                           "(autograd differentiates it)",
+    ("psrt.nn", "dropout"): "multiply by a numpy mask inside a @psrt.function",
+    ("psrt.nn", "max_pool"): "compute it in numpy inside a @psrt.function",
+    ("psrt.nn", "nce_loss"): "compute it in numpy inside a @psrt.function over the rows of "
+                             "psrt.nn.embedding_lookup (only those rows are pushed)",
+    ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside a @psrt.function over "
+                                         "rows of psrt.nn.embedding_lookup",
     # tf.train.*
     ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
                                      "psrt.train.FIFOQueue with shuffled numpy batches",

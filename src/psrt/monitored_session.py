@@ -851,6 +851,7 @@ class Supervisor:
         self._threads: list[threading.Thread] = []
         self._thread_error: BaseException | None = None
         self._sess: Session | None = None
+        self._sess_master = ""
         _variables.get_default_graph().finalize()
 
     is_chief = property(lambda self: self._is_chief)
@@ -883,6 +884,7 @@ class Supervisor:
         self._coord_stop.clear()
         self._stopped = False
         self._thread_error = None
+        self._sess_master = master
         _threads.share_blas_threads(master)
         if self._summary_writer is not None:
             self._summary_writer.reopen()
@@ -1012,7 +1014,18 @@ class Supervisor:
             Exception: the error that stopped a service thread (e.g. a summary op that
                 cannot run alone), as TF's coordinator re-raises it.
         """
+        first = not self._stopped
         self._stop(close_summary_writer=close_summary_writer, final_save=True)
+        # A worker task that stops its supervisor is done: ps tasks started with
+        # PSRT_EXIT_WHEN_WORKERS_DONE (psrt-launch) end once every worker is, as with
+        # managed_session and MonitoredTrainingSession.
+        sess = self._sess
+        if first and sess is not None and not sess._closed and \
+                _is_worker_target(self._sess_master):
+            try:
+                sess._psrt_worker_done()
+            except errors.OpError as e:
+                _logger.warning("Could not tell the ps tasks this worker is done: %s", e)
 
     def _stop(self, close_summary_writer: bool, final_save: bool) -> None:
         if self._stopped:
