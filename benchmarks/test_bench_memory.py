@@ -155,6 +155,12 @@ if mode == "autodiff":
         return 0.5 * anp.mean(y * y)
     train = opt.minimize(half_mean_square(x, W, b))
     feed = {x: xs}
+elif mode == "ops":
+    # TF1's way: tf.matmul / tf.reduce_mean, psrt's ops with their own gradients.
+    x = psrt.placeholder(np.float32, [None, N], name="x")
+    y = psrt.matmul(x, W) + b
+    train = opt.minimize(0.5 * psrt.reduce_mean(y * y))
+    feed = {x: xs}
 else:
     def loss_fn(w, c, x):
         y = x @ w + c
@@ -203,7 +209,7 @@ def _run_worker(address: str, mode: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode", ["loss_fn", "autodiff"])
+@pytest.mark.parametrize("mode", ["loss_fn", "autodiff", "ops"])
 def test_worker_and_ps_peak_rss_per_model(benchmark, figures, mode):
     benchmark.group = f"worker memory: {mode}"
     proc = PsProcess()
