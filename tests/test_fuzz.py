@@ -43,8 +43,9 @@ SEED = _seed()
 FRAMES = int(os.environ.get("PSRT_FUZZ_FRAMES", "100000"))
 EXAMPLES = int(os.environ.get("PSRT_FUZZ_EXAMPLES", "300"))
 REPRODUCE = f"PSRT_FUZZ_SEED={SEED} PSRT_FUZZ_FRAMES={FRAMES}"
-# Reported, not failed on: behaviour no document decides.
-INFORMATIONAL = {"no-message"}
+# Reported, not failed on: behaviour no document decides, and server bugs already reported
+# (tests/_fuzz.py KNOWN_BUGS; the fuzzer models them as they are until they are fixed).
+INFORMATIONAL = {"no-message", "known-bug"}
 
 
 def _setup(address: str) -> None:
@@ -92,7 +93,10 @@ def _client_works(address: str, sentinels: list[fz.Var], untouched: set[int]) ->
             if v.var_id not in untouched:
                 continue
             assert initialized == v.initialized, v.name
-            if v.initialized:
+            if v.table and v.initialized:  # no accepted frame named it: still empty
+                ids, *_, cursor = client.table_export(handle, 0, 100)
+                assert len(ids) == 0 and cursor == -1, (v.name, ids)
+            elif v.initialized:
                 out = np.empty(v.shape, dtype=fz.ELEMENT[v.dtype][1])
                 client.pull([handle], [out])
                 assert out.tobytes() == fz.initial_value(v, SEED).tobytes(), v.name
@@ -210,6 +214,11 @@ def harness():
 
 
 TARGETS = fz.target_vars()
+# Targets a frame is drawn at: not the ones a reported server bug makes write on a refusal
+# (fz.KNOWN_BUGS "refused-push-creates-rows": Ftrl/ProximalAdagrad tables), until it is fixed.
+DRAWN = [i for i, v in enumerate(TARGETS) if not (
+    v.table and v.optimizer in (fz.FTRL, fz.PROXIMAL_ADAGRAD)
+    and "refused-push-creates-rows" in fz.KNOWN_BUGS)]
 VALUE_BYTE = b"\x3e"  # float32 ~0.19, float64 ~7e-9, int64 ~4.5e18: finite everywhere
 
 
@@ -217,7 +226,7 @@ VALUE_BYTE = b"\x3e"  # float32 ~0.19, float64 ~7e-9, int64 ~4.5e18: finite ever
 def var_frames(draw) -> tuple[int, bytes]:
     """(target index, one frame at that variable): every field drawn, valid or not, with a
     truthful payload_len."""
-    index = draw(st.integers(0, len(TARGETS) - 1))
+    index = draw(st.sampled_from(DRAWN))
     return index, _var_frame(draw, index)
 
 
@@ -265,7 +274,8 @@ def _var_frame(draw, index: int) -> bytes:
 
 def _register_frame(draw, var: fz.Var, flags: int) -> bytes:
     spec = dict(dtype=var.dtype, shape=var.shape, optimizer=var.optimizer,
-                replicas_to_aggregate=var.replicas, total_num_replicas=var.replicas)
+                replicas_to_aggregate=var.replicas, total_num_replicas=var.replicas,
+                table=int(var.table), max_rows=var.max_rows)
     change = draw(st.sampled_from(["none", "dtype", "shape", "optimizer", "replicas", "total"]))
     if change == "dtype":
         spec["dtype"] = draw(st.integers(0, 255))
