@@ -607,24 +607,8 @@ class PyClient {
       calls.push_back(std::move(c));
     }
     for (size_t i = 0; i < sparse_handles.size(); ++i) {
-      const RemoteVar& v = Var(sparse_handles[i]);
-      const py::array& idx = sparse_indices[i];
-      if (v.spec.shape.empty())
-        Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
-      if (ArrayDType(idx) != DType::kInt64 || idx.ndim() != 1 || !CContiguous(idx))
-        Raise(InvalidArgument("indices for variable '" + v.spec.name +
-                              "' must be a 1-D C-contiguous int64 array; got " + DTypeStr(idx) +
-                              ShapeOf(idx)));
-      std::vector<int64_t> row_shape = v.spec.shape;
-      row_shape[0] = idx.size();
-      CheckArray(sparse_rows[i], "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
-      Call c = MakeCall(Op::kPush, v);
-      c.flags |= kFlagSparse;
-      c.count = static_cast<uint32_t>(idx.size());
-      c.send[0] = idx.data();
-      c.send_len[0] = static_cast<size_t>(idx.size()) * 8;
-      c.send[1] = sparse_rows[i].data();
-      c.send_len[1] = static_cast<size_t>(sparse_rows[i].nbytes());
+      Call c = SparsePush(Var(sparse_handles[i]), sparse_indices[i], sparse_rows[i],
+                          std::nullopt);
       tagged(&c);
       calls.push_back(std::move(c));
     }
@@ -675,27 +659,7 @@ class PyClient {
 
   int64_t push_sparse(int handle, py::array indices, py::array rows, std::optional<double> lr,
                       int step_handle, int64_t step_delta) {
-    const RemoteVar& v = Var(handle);
-    if (v.spec.shape.empty())
-      Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
-    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
-      Raise(InvalidArgument("indices for variable '" + v.spec.name +
-                            "' must be a 1-D C-contiguous int64 array; got " +
-                            DTypeStr(indices) + ShapeOf(indices)));
-    std::vector<int64_t> row_shape = v.spec.shape;
-    row_shape[0] = indices.size();
-    CheckArray(rows, "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
-    Call c = MakeCall(Op::kPush, v);
-    c.flags |= kFlagSparse;
-    c.count = static_cast<uint32_t>(indices.size());
-    c.send[0] = indices.data();
-    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
-    c.send[1] = rows.data();
-    c.send_len[1] = static_cast<size_t>(rows.nbytes());
-    if (lr) {
-      c.flags |= kFlagHasLr;
-      c.arg0 = *lr;
-    }
+    Call c = SparsePush(Var(handle), indices, rows, lr);
     std::vector<Call> calls;
     calls.push_back(std::move(c));
     if (step_handle >= 0) {
@@ -741,25 +705,8 @@ class PyClient {
   }
 
   void pull_rows(int handle, py::array indices, py::array out) {
-    const RemoteVar& v = Var(handle);
-    if (v.spec.shape.empty())
-      Raise(InvalidArgument("row pull from scalar variable '" + v.spec.name + "'"));
-    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
-      Raise(InvalidArgument("indices for variable '" + v.spec.name +
-                            "' must be a 1-D C-contiguous int64 array; got " +
-                            DTypeStr(indices) + ShapeOf(indices)));
-    std::vector<int64_t> row_shape = v.spec.shape;
-    row_shape[0] = indices.size();
-    CheckArray(out, "row output", v.spec.name, v.spec.dtype, row_shape, true);
-    Call c = MakeCall(Op::kPull, v);
-    c.flags |= kFlagSparse;
-    c.count = static_cast<uint32_t>(indices.size());
-    c.send[0] = indices.data();
-    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
-    c.recv = const_cast<void*>(out.data());
-    c.recv_len = static_cast<size_t>(out.nbytes());
     std::vector<Call> calls;
-    calls.push_back(std::move(c));
+    calls.push_back(RowPull(handle, indices, out));
     Check(RunLocked(&calls));
   }
 

@@ -686,25 +686,31 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
   return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
 }
 
-bool Server::PullTableRows(Connection* conn, const Header& h, Variable* var,
-                           const int64_t* ids) {
-  const size_t row_bytes = var->table->row_bytes();
+Status Server::RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
+                              size_t row_bytes) {
+  // The reply is count x row bytes (ids may repeat), which a small request could make far
+  // larger than memory: checked against max_payload before anything is allocated.
   const uint64_t reply_bytes = uint64_t{h.count} * row_bytes;
   if (reply_bytes > options_.max_payload)
-    return Reply(conn, h, Status(Code::kResourceExhausted,
-                                 "PULL of " + std::to_string(h.count) + " rows of table '" +
-                                     var->spec.name + "': reply of " +
-                                     std::to_string(reply_bytes) +
-                                     " bytes exceeds the maximum of " +
-                                     std::to_string(options_.max_payload) + " bytes"));
+    return Status(Code::kResourceExhausted,
+                  "PULL of " + std::to_string(h.count) + " rows of '" + var->spec.name +
+                      "': reply of " + std::to_string(reply_bytes) +
+                      " bytes exceeds the maximum of " + std::to_string(options_.max_payload) +
+                      " bytes");
   try {
     conn->out.resize(static_cast<size_t>(reply_bytes));
   } catch (const std::bad_alloc&) {
-    return Reply(conn, h, Status(Code::kResourceExhausted,
-                                 "cannot allocate " + std::to_string(reply_bytes) +
-                                     " bytes for a row PULL of '" + var->spec.name + "'"));
+    return Status(Code::kResourceExhausted, "cannot allocate " + std::to_string(reply_bytes) +
+                                                " bytes for a row PULL of '" + var->spec.name +
+                                                "'");
   }
-  Status st = store_.GatherRows(var, ids, h.count, h.slot, conn->out.data());
+  return Status::Ok();
+}
+
+bool Server::PullTableRows(Connection* conn, const Header& h, Variable* var,
+                           const int64_t* ids) {
+  Status st = RowReplyBuffer(conn, h, var, var->table->row_bytes());
+  if (st.ok()) st = store_.GatherRows(var, ids, h.count, h.slot, conn->out.data());
   if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
   return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
 }
@@ -1034,21 +1040,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                 std::to_string(j) + " is out of range [0, " +
                                                 std::to_string(rows) + ")"));
       }
-      const uint64_t reply_bytes = uint64_t{h.count} * row_bytes;
-      if (reply_bytes > options_.max_payload)
-        return Reply(conn, h, Status(Code::kResourceExhausted,
-                                     "PULL of " + std::to_string(h.count) + " rows of '" +
-                                         var->spec.name + "': reply of " +
-                                         std::to_string(reply_bytes) +
-                                         " bytes exceeds the maximum of " +
-                                         std::to_string(options_.max_payload) + " bytes"));
-      try {
-        conn->out.resize(static_cast<size_t>(reply_bytes));
-      } catch (const std::bad_alloc&) {
-        return Reply(conn, h, Status(Code::kResourceExhausted,
-                                     "cannot allocate " + std::to_string(reply_bytes) +
-                                         " bytes for a row PULL of '" + var->spec.name + "'"));
-      }
+      st = RowReplyBuffer(conn, h, var, row_bytes);
+      if (!st.ok()) return Reply(conn, h, st);
       for (uint32_t j = 0; row_bytes > 0 && j < h.count; ++j) {
         int64_t i;
         std::memcpy(&i, idx + j, 8);

@@ -133,6 +133,10 @@ class Server {
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
+  // Sizes conn->out for the reply of a row PULL of h.count rows; ResourceExhausted past
+  // max_payload or memory.
+  Status RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
+                        size_t row_bytes);
   // A row-sparse PULL of a hash table (rows created on first use); ids: h.count int64s.
   bool PullTableRows(Connection* conn, const Header& h, Variable* var, const int64_t* ids);
   // Streamed frames (larger than one chunk); each returns false when the connection must

@@ -201,12 +201,17 @@ Status HashTable::Gather(const int64_t* ids, size_t n, uint8_t slot, uint8_t* ou
 
 Status HashTable::Apply(KernelArgs args, const int64_t* ids, size_t n, const void* rows,
                         const std::function<void(KernelArgs*)>& before_apply) {
+  // The kernel's checks (optimizer, dtype, hyper-parameters) first, on an empty update: a
+  // refused gradient creates no row.
+  SparseUpdate probe;
+  Status st = PrepareSparse(args, 0, row_elements_, nullptr, 0, rows, false, &probe);
+  if (!st.ok()) return Status(st.code(), "table '" + spec_.name + "': " + st.message());
   std::lock_guard<std::mutex> l(mu_);
   std::vector<int64_t> pos;
   PSRT_RETURN_IF_ERROR(Locate(ids, n, &pos));
   SparseUpdate update;
   // Positions are in [0, high_): PrepareSparse's range check cannot fail; it sums duplicates.
-  Status st = PrepareSparse(args, high_, row_elements_, pos.data(), n, rows, false, &update);
+  st = PrepareSparse(args, high_, row_elements_, pos.data(), n, rows, false, &update);
   if (!st.ok()) return Status(st.code(), "table '" + spec_.name + "': " + st.message());
   before_apply(&args);
   void* slots[kMaxSlots] = {nullptr, nullptr, nullptr};

@@ -470,10 +470,19 @@ struct VarSpec {
       return InvalidArgument("register '" + name + "': table code " + std::to_string(table) +
                              "; valid: 0 (variable), 1 (hash table)");
     if (table) {
-      if (shape.size() < 2 || shape[0] != 0 || RowElements() == 0)
+      if (shape.size() < 2 || shape[0] != 0)
         return InvalidArgument("register '" + name + "': a hash table's shape is [0, row "
                                "dims...] with no zero row dimension; got rank " +
                                std::to_string(shape.size()));
+      // The row's elements obey the variables' bound (the first dimension, 0, hid them).
+      int64_t row = 1;
+      for (size_t i = 1; i < shape.size(); ++i) {
+        if (shape[i] == 0 || row > (int64_t{1} << 40) / shape[i])
+          return InvalidArgument("register '" + name + "': hash table row dimension " +
+                                 std::to_string(shape[i]) + " is 0 or makes a row of more "
+                                 "than 2^40 elements");
+        row *= shape[i];
+      }
       if (dtype == DType::kInt64)
         return InvalidArgument("register '" + name + "': a hash table holds float32 or "
                                "float64 rows, not int64");

@@ -445,13 +445,10 @@ def snapshot_on(sock: socket.socket, variables: Sequence[Var], hello: bool,
 # ---- hash tables: what a table holds -----------------------------------------------------------
 
 # Server behaviour that contradicts docs/protocol.md, reported to the owners of csrc/ and
-# modelled as it is until fixed (then delete the entry: the fuzzer enforces the document):
-#   "refused-push-creates-rows": a row-sparse PUSH to a table that the optimizer's
-#   hyper-parameter check refuses (Ftrl/ProximalAdagrad with HAS_LR and a learning rate that is
-#   not > 0 in the table's dtype: INVALID_ARGUMENT) has already created the rows of its missing
-#   ids (HashTable::Apply runs Locate before PrepareSparse), though "a refused request changes
-#   no byte of the store".
-KNOWN_BUGS = frozenset({"refused-push-creates-rows"})
+# modelled as it is until fixed (then the entry is deleted: the fuzzer enforces the document).
+# None now. Fixed: "refused-push-creates-rows" (a table PUSH refused by the optimizer's
+# hyper-parameter check had already created its rows; HashTable::Apply now checks first).
+KNOWN_BUGS: frozenset[str] = frozenset()
 
 
 class TableModel:
@@ -758,8 +755,12 @@ def decode_spec(p: bytes) -> tuple[bool, bytes, tuple[Any, ...] | None, int, int
         return bad
     finite = math.isfinite(a) and math.isfinite(b)
     if table:
-        if (rank < 2 or shape[0] != 0 or math.prod(shape[1:]) == 0 or dt == I64 or reps
-                or total or not finite):
+        row = 1
+        for d in shape[1:]:  # each row dim > 0, the row at most 2^40 elements
+            if d == 0 or row > (1 << 40) // d:
+                return bad
+            row *= d
+        if rank < 2 or shape[0] != 0 or dt == I64 or reps or total or not finite:
             return bad
     else:
         if max_rows:
@@ -1384,10 +1385,11 @@ class Fuzzer:
         if op == PUSH:  # row-sparse: dense is refused before
             if flags & TAGGED or var.optimizer == NONE or not init:
                 return FAILED_PRECONDITION  # a table is trained asynchronously
-            if not tm.fits(self._ids(s), var.max_rows):
-                return RESOURCE_EXHAUSTED
+            # The kernel's hyper-parameter check comes before any row is made.
             if bad_hyper(var, flags, HEADER.unpack_from(s.data)[12]):
                 return INVALID_ARGUMENT
+            if not tm.fits(self._ids(s), var.max_rows):
+                return RESOURCE_EXHAUSTED
             return OK
         if op == ASSIGN:  # slot 255: Adam's beta powers
             return OK if var.optimizer == ADAM else INVALID_ARGUMENT

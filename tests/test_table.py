@@ -213,6 +213,11 @@ def test_dense_access_and_table_ops_on_variables_are_refused(client):
         client.register([(0, f"plain{next(_names)}", "float32", [3], "", {"max_rows": 3}, None)])
     with pytest.raises(errors.InvalidArgumentError, match=r"shape is \[0, row dims"):
         client.register([(0, f"t{next(_names)}", "float32", [5, DIM], "", {"table": 1}, None)])
+    with pytest.raises(errors.InvalidArgumentError, match=r"more than 2\^40 elements"):
+        # Found by the frame fuzzer: [0, 2^63-1] once passed (0 elements) and its record
+        # size overflowed to 0 (SIGFPE in TABLE_EXPORT).
+        client.register([(0, f"t{next(_names)}", "float32", [0, (1 << 63) - 1], "",
+                          {"table": 1}, None)])
     with pytest.raises(errors.InvalidArgumentError, match="not int64"):
         client.register([(0, f"t{next(_names)}", "int64", [0, DIM], "", {"table": 1}, None)])
 
@@ -282,3 +287,15 @@ def test_cluster_info_returns_what_the_task_was_started_with():
     with pytest.raises(errors.InvalidArgumentError, match="1048576"):
         _core.Server("127.0.0.1", 0, cluster_def="x" * ((1 << 20) + 1))
 
+
+
+def test_a_refused_push_creates_no_row(client):
+    # Found by the frame fuzzer: Ftrl refuses a learning rate <= 0 (TF's ApplyFtrl check);
+    # the ids of the refused gradient must not have become rows.
+    h = table(client, optimizer="Ftrl", params={"slot_init": 0.1, "lr_power": -0.5,
+                                                 "learning_rate": 0.1})
+    with pytest.raises(errors.InvalidArgumentError, match="learning_rate"):
+        client.push_sparse(h, np.array([5, 6], np.int64), np.ones((2, DIM), np.float32),
+                           -1.0, -1, 0)
+    ids, *_ = client.table_export(h, 0, 100)
+    assert ids.tolist() == []
