@@ -182,7 +182,7 @@ def test_evict_by_count_and_staleness_and_the_hook(ps_tasks, worker):
         assert table.evict(sess, min_count=1) == 1        # id 40
         assert table.evict(sess, unseen_steps=3) == 1     # id 3: not seen for 3 updates
         assert table.size(sess) == 2
-        with pytest.raises(ValueError, match="must be >= 0"):
+        with pytest.raises(ValueError, match=r"must be in \[0, 2\^63 - 1\]"):
             table.evict(sess, unseen_steps=-1)
     # The hook, on a monitored session: evicts every 2 global steps.
     hook = de.EvictionHook([table], every_n_steps=2, min_count=2)
@@ -195,8 +195,45 @@ def test_evict_by_count_and_staleness_and_the_hook(ps_tasks, worker):
         de.EvictionHook([table], every_n_steps=1)
 
 
+def test_restore_past_max_rows_changes_nothing_and_mts_sessions_work(ps_tasks, worker,
+                                                                     tmp_path):
+    ps = ps_tasks(2)
+    server = worker(ps)
+    with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):
+        gs = psrt.train.get_or_create_global_step()
+        table, ids, target, rows, loss = model()
+    train_op = psrt.train.AdagradOptimizer(LR).minimize(loss, global_step=gs)
+    saver = psrt.train.Saver()
+    # size(), evict() and Saver take the MonitoredTrainingSession a training loop holds.
+    with psrt.train.MonitoredTrainingSession(master=server.target, is_chief=True) as mon:
+        mon.run(train_op, {ids: np.arange(8, dtype=np.int64), target: targets(0, 8)})
+        assert table.size(mon) == 8
+        path = saver.save(mon, str(tmp_path / "m.ckpt"), global_step=gs)
+        assert table.evict(mon, min_count=2) == 8 and table.size(mon) == 0
+    psrt.reset_default_graph()
+    with psrt.device(psrt.train.replica_device_setter(cluster=server.server_def_cluster)):
+        table2, ids, target, rows, loss = model(max_rows=6)  # 3 rows a shard: 4 come back
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        sess.run(rows, {ids: np.array([100, 101], np.int64)})
+        with pytest.raises(errors.ResourceExhaustedError, match="nothing was restored"):
+            psrt.train.Saver().restore(sess, path)
+        held = sorted(int(k) for s in table2.shards
+                      for k in sess._client.table_export(sess._handle(s), 0, 100)[0])
+        assert held == [100, 101]
+
+
 def test_bad_arguments_name_the_value():
     psrt.reset_default_graph()
+    de.get_variable("dup", dim=2)
+    with pytest.raises(ValueError, match="Variable dup already exists"):
+        de.get_variable("dup", dim=2)
+    with pytest.raises(TypeError, match="dim must be an integer; got 2.7"):
+        de.get_variable("t", dim=2.7)
+    with pytest.raises(TypeError, match="max_rows must be an integer"):
+        de.get_variable("t", dim=2, max_rows=1.5)
+    with pytest.raises(ValueError, match="key_dtype must be int64"):
+        de.get_variable("t", dim=2, key_dtype=np.uint64)
     with pytest.raises(ValueError, match="dim must be >= 1; got 0"):
         de.get_variable("t", dim=0)
     with pytest.raises(TypeError, match="float32 or float64; got int64"):

@@ -386,3 +386,21 @@ def test_derived_tensors_on_a_cluster_of_two_ps_tasks(ps2, worker):  # noqa: F81
             sess.run(train_op, feed)
         assert sess.run(gs) == 20
         assert sess.run(loss, feed) < first / 10
+
+
+def test_variables_take_tensor_operators_as_tf():
+    """TF1 converts a variable to the tensor of its value: ``w * 2.0``, ``2.0 * w``, ``-w``,
+    ``w ** 2``, ``1.0 - w`` (tensorflow/python/ops/variables.py: Variable._OverloadAllOperators)
+    are tensors, fetchable and differentiable."""
+    w = psrt.Variable(np.array([1.0, -2.0, 3.0], np.float32), name="w")
+    exprs = [w * 2.0, 2.0 * w, -w, w ** 2, 1.0 - w, w / 4.0, np.float32(3) * w]
+    loss = psrt.reduce_sum(w * w * 0.5)
+    train = psrt.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=[w])
+    with psrt.Session("") as sess:
+        sess.run(psrt.global_variables_initializer())
+        v = np.array([1.0, -2.0, 3.0], np.float32)
+        got = sess.run(exprs)
+        for g, want in zip(got, [v * 2, 2 * v, -v, v ** 2, 1 - v, v / 4, 3 * v]):
+            np.testing.assert_array_equal(g, want.astype(np.float32))
+        sess.run(train)  # d(0.5 w.w)/dw = w: w -= 0.5 w
+        np.testing.assert_array_equal(sess.run(w), v * np.float32(0.5))

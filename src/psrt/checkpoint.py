@@ -1401,6 +1401,18 @@ class Saver:
 
     # ----- save / restore
 
+    @staticmethod
+    def _state_session(sess):
+        """The psrt Session under a MonitoredTrainingSession (kept as ``_sess``)."""
+        for _ in range(8):
+            if hasattr(sess, "_psrt_read_state") or getattr(sess, "_sess", None) is None:
+                break
+            sess = sess._sess
+        if not hasattr(sess, "_psrt_read_state"):
+            raise TypeError("Saver needs a psrt Session (or an open MonitoredTrainingSession); "
+                            "got %r" % (sess,))
+        return sess
+
     def save(self, sess, save_path, global_step=None, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
              strip_default_attrs=False, save_debug_info=False) -> str | None:
@@ -1436,6 +1448,7 @@ class Saver:
             psrt.errors.OpError: The session failed to read the state, or a write failed
                 (e.g. PermissionDeniedError, ResourceExhaustedError).
         """
+        sess = self._state_session(sess)
         if latest_filename is None:
             latest_filename = _DEFAULT_LATEST_FILENAME
         if os.path.split(latest_filename)[0]:
@@ -1535,6 +1548,7 @@ class Saver:
         if not checkpoint_exists(save_path):
             raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
         _logger.info("Restoring parameters from %s", save_path)
+        sess = self._state_session(sess)
         expected = sess._psrt_expected_state(variables)
         try:
             tensors = self._read_for_restore(save_path, expected)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -162,6 +163,7 @@ class DynamicEmbeddingVariable:
         return np.asarray(ids, np.int64) % self.num_shards
 
     def _stats(self, sess: Any) -> list[dict[str, Any]]:
+        sess = raw_session(sess)
         out = []
         for shard in self.shards:
             handle = sess._handle(shard)
@@ -186,9 +188,11 @@ class DynamicEmbeddingVariable:
         Raises:
             ValueError: a negative threshold.
         """
-        if unseen_steps < 0 or min_count < 0:
+        limit = (1 << 63) - 1
+        if not (0 <= unseen_steps <= limit and 0 <= min_count <= limit):
             raise ValueError(f"unseen_steps {unseen_steps} and min_count {min_count} must be "
-                             f">= 0 (0: rule off)")
+                             f"in [0, 2^63 - 1] (0: rule off)")
+        sess = raw_session(sess)
         removed = 0
         for shard in self.shards:
             n, _ = sess._client.table_evict(sess._handle(shard), int(unseen_steps),
@@ -199,6 +203,24 @@ class DynamicEmbeddingVariable:
     def __repr__(self) -> str:
         return (f"<psrt.dynamic_embedding.DynamicEmbeddingVariable '{self._name}' "
                 f"dim={self.dim} dtype={self._dtype.name} shards={self.num_shards}>")
+
+
+def raw_session(sess: Any) -> Any:
+    """The psrt Session under a MonitoredTrainingSession (or any wrapper keeping it as
+    ``_sess``), so table methods take what a training loop holds.
+
+    Raises:
+        RuntimeError: the monitored session is closed (it holds no session).
+    """
+    seen = 0
+    while not hasattr(sess, "_client") and seen < 8:
+        inner = getattr(sess, "_sess", None)
+        if inner is None:
+            raise RuntimeError(f"{type(sess).__name__} holds no open psrt Session (closed?); "
+                               f"pass the psrt.Session or an open MonitoredTrainingSession")
+        sess = inner
+        seen += 1
+    return sess
 
 
 def _row_spec(initializer: Any, row_shape: tuple[int, ...], dtype: np.dtype,
@@ -251,24 +273,43 @@ def get_variable(name: str, dim: int = 1, value_dtype: Any = np.float32,
         TypeError: a value dtype other than float32/float64, or an initializer the ps cannot
             compute.
     """
-    if int(dim) < 1:
+    dim = _whole(dim, "dim")
+    if dim < 1:
         raise ValueError(f"dim must be >= 1; got {dim}")
-    if np.dtype(key_dtype).kind not in "iu":
-        raise ValueError(f"key_dtype must be int64 (or int32); got {np.dtype(key_dtype)}")
+    if np.dtype(key_dtype) not in (np.dtype(np.int64), np.dtype(np.int32)):
+        raise ValueError(f"key_dtype must be int64 (or int32, widened); got "
+                         f"{np.dtype(key_dtype)}")
     dt = np.dtype(value_dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dynamic embedding table '{name}': value_dtype must be float32 or "
                         f"float64; got {dt}")
-    shards = _default_num_shards() if num_shards is None else int(num_shards)
+    shards = _default_num_shards() if num_shards is None else _whole(num_shards, "num_shards")
     if shards < 1:
         raise ValueError(f"num_shards must be >= 1; got {num_shards}")
-    if max_rows is not None and int(max_rows) < 1:
+    if max_rows is not None and _whole(max_rows, "max_rows") < 1:
         raise ValueError(f"max_rows must be >= 1 or None; got {max_rows}")
+    graph = get_default_graph()
+    tables = graph.__dict__.setdefault("_psrt_dynamic_tables", {})
+    if name in tables:
+        # As TF's get_variable (and TRA's): one table per name, else two would share a
+        # checkpoint's keys.
+        raise ValueError(f"Variable {name} already exists, disallowed: a dynamic embedding "
+                         f"table of that name was created before in this graph")
     # (Variable._finish_init adds trainable shards to TRAINABLE_VARIABLES.)
     cols = list(collections) if collections is not None else [GLOBAL_VARIABLES]
-    return DynamicEmbeddingVariable(name, int(dim), dt, initializer, shards,
-                                    None if max_rows is None else int(max_rows),
-                                    bool(trainable), cols)
+    table = DynamicEmbeddingVariable(name, dim, dt, initializer, shards,
+                                     None if max_rows is None else int(max_rows),
+                                     bool(trainable), cols)
+    tables[name] = table
+    return table
+
+
+def _whole(value: Any, what: str) -> int:
+    """``value`` as an int; TypeError for a float or string (no silent truncation)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer; got {value!r}") from None
 
 
 def embedding_lookup(params: DynamicEmbeddingVariable, ids: Any, name: str | None = None,
@@ -369,6 +410,15 @@ def write_state(sess: Any, table: DynamicEmbeddingVariable,
                 None, None, f"checkpoint of table '{table.name}': {what} has shape "
                 f"{list(np.shape(arr))}; expected {n} rows of {list(table.row_shape)}")
     shard = table.shard_of(keys)
+    if table._shard_max_rows:
+        # Every shard's limit before any shard is emptied: a refused restore changes nothing.
+        for k in range(table.num_shards):
+            distinct = len(np.unique(keys[shard == k]))
+            if distinct > table._shard_max_rows:
+                raise errors.ResourceExhaustedError(
+                    None, None, f"restoring table '{table.name}': shard {k} would hold "
+                    f"{distinct} rows, past its limit of {table._shard_max_rows} (max_rows "
+                    f"{table.max_rows} over {table.num_shards} shards); nothing was restored")
     for k, s in enumerate(table.shards):
         mine = np.flatnonzero(shard == k)
         handle = sess._handle(s)
@@ -404,6 +454,9 @@ class EvictionHook(SessionRunHook):
             raise ValueError(f"unseen_steps {unseen_steps} and min_count {min_count}: both "
                              f">= 0 and at least one > 0")
         self._tables = list(tables)
+        for t in self._tables:
+            if not isinstance(t, DynamicEmbeddingVariable):
+                raise TypeError(f"EvictionHook evicts psrt.dynamic_embedding tables; got {t!r}")
         self._every = int(every_n_steps)
         self._unseen = int(unseen_steps)
         self._min_count = int(min_count)

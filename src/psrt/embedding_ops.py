@@ -177,6 +177,10 @@ class _Gather:
             raise errors.InvalidArgumentError(
                 None, None, f"embedding_lookup of '{self.name}': ids must be int32 or int64; "
                 f"got {arr.dtype}")
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise errors.InvalidArgumentError(
+                None, None, f"embedding_lookup of '{self.name}': id {int(arr.max())} does not "
+                f"fit int64 (ids are int64, as TF's)")
         flat = arr.astype(np.int64, copy=False).reshape(-1)
         if self.dynamic:
             return flat, flat % len(self.parts), flat

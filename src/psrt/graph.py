@@ -887,3 +887,14 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
             out.append(g if g.dtype == v.dtype and g.flags.c_contiguous
                        else np.require(g, v.dtype, "C"))
     return value, out
+
+
+# ---- operators on variables -------------------------------------------------------------------
+# As TF1's (a tf.Variable converts to the tensor of its value): ``w * 2.0``, ``2.0 * w``,
+# ``-w``, ``w ** 2``, ``x @ w`` build tensors of the variable's value, differentiated like
+# the tensors' operators. ``__array_ufunc__ = None`` makes ``np.float32(2) * w`` use them too.
+Variable._binary = Tensor._binary  # type: ignore[attr-defined]
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__", "__neg__"):
+    setattr(Variable, _name, getattr(Tensor, _name))
+Variable.__array_ufunc__ = None  # type: ignore[attr-defined]
