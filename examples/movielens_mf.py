@@ -202,7 +202,7 @@ def build_model(num_ps, dim, init_stddev, mu, l2, seed=0):
         err = predict(u_rows, i_rows, u_bias, i_bias, mu) - r
         return np.float64(np.dot(err, err))
 
-    loss = psrt.function(mf_loss, name="mf_loss")(p_u, q_i, b_u, b_i, ratings)
+    loss = mf_loss(p_u, q_i, b_u, b_i, ratings)
     sse = sum_squared_error(p_u, q_i, b_u, b_i, ratings)
     return {"user_ids": user_ids, "item_ids": item_ids, "ratings": ratings,
             "tables": [user_emb, item_emb, user_bias, item_bias], "loss": loss, "sse": sse}

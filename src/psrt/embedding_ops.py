@@ -32,6 +32,9 @@ from psrt.sparse_tensor import SparseTensor
 from psrt.variables import PartitionedVariable, Variable
 
 _STRATEGIES = ("mod", "div")
+# A lookup whose parts hold at most this many rows in all (or 16 per id) finds its distinct
+# rows by marking them in an array of that size rather than by sorting.
+_DENSE_KEYS = 1 << 16
 _COMBINERS = ("mean", "sqrtn", "sum")
 
 
@@ -165,6 +168,12 @@ class _Gather:
         self.max_norm = None if max_norm is None else float(max_norm)
         self.name = name
         self.__name__ = "embedding_lookup"
+        # Lookups with one ids value and the same layout share the id bookkeeping of a run.
+        self.layout = (strategy if len(parts) > 1 else None, tuple(self.sizes), self.dynamic)
+        # Set by prepare_rows for the run it prepares: (ids, part ids, part rows, their rows
+        # in one array, position of each id's row in it), used when the run's arguments are
+        # those very objects (else computed again).
+        self._fast: tuple[Any, ...] | None = None
 
     def locate(self, ids: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(flat ids, part of each, row within its part), every id checked.
@@ -204,6 +213,53 @@ class _Gather:
                 f"({self.sizes[p]} rows) under partition_strategy '{self.strategy}'")
         return flat, part, row
 
+    def index(self, ids: Any) -> tuple[list[np.ndarray], np.ndarray]:
+        """``(uniq, pos)``: the sorted distinct rows of each part that ``ids`` touch
+        (int64), and where each flat id's row is in their concatenation; ids checked as
+        :meth:`locate`. One pass over the ids for every part: rows are keyed
+        ``part * span + row``, which sorts by part, then by row."""
+        flat, part, row = self.locate(ids)
+        n = len(self.parts)
+        if self.dynamic:
+            uniq, inv = np.unique(flat, return_inverse=True)
+            inv = inv.reshape(-1)
+            if n == 1:
+                return [uniq], inv
+            upart = uniq % n
+            order = np.argsort(upart, kind="stable")
+            rank = np.empty(len(order), np.intp)
+            rank[order] = np.arange(len(order))
+            su = uniq[order]
+            bounds = np.searchsorted(upart[order], np.arange(n + 1))
+            return [su[bounds[k]:bounds[k + 1]] for k in range(n)], rank[inv]
+        span = max(self.sizes)
+        key = row if n == 1 else part * span + row
+        m = n * span
+        if m <= max(_DENSE_KEYS, 16 * len(key)):
+            # Few possible rows: mark them (no sort).
+            mark = np.zeros(m, np.intp)
+            mark[key] = 1
+            ukey = np.flatnonzero(mark).astype(np.int64, copy=False)
+            mark[ukey] = np.arange(len(ukey))
+            pos = mark[key]
+        else:
+            ukey, pos = np.unique(key, return_inverse=True)
+            pos = pos.reshape(-1)
+        if n == 1:
+            return [ukey], pos
+        bounds = np.searchsorted(ukey, np.arange(n + 1) * span)
+        return [ukey[bounds[k]:bounds[k + 1]] - k * span for k in range(n)], pos
+
+    def _prepared(self, ids: Any, uniq: Sequence[Any]) -> tuple[Any, ...] | None:
+        """prepare_rows' bookkeeping for this run, if ``ids`` and ``uniq`` are its."""
+        fast = self._fast
+        if fast is None or fast[0] is not ids:
+            return None
+        for a, b in zip(fast[1], uniq):
+            if a is not b:
+                return None
+        return fast
+
     def _positions(self, ids: Any, uniq: Sequence[np.ndarray]) -> np.ndarray:
         """Where each flat id's row is in the concatenation of the parts' pulled rows."""
         _, part, row = self.locate(ids)
@@ -222,14 +278,24 @@ class _Gather:
         gradient of part ``k``'s pulled rows is ``dy``'s rows summed by row."""
         n = len(self.parts)
         uniq, rows = sources[:n], sources[n:]
-        pos = self._positions(ids, uniq)
-        table = rows[0] if n == 1 else np.concatenate(rows, axis=0)
+        fast = self._prepared(ids, uniq)
+        if fast is not None:
+            pos = fast[4]
+            table = fast[3] if all(a is b for a, b in zip(fast[2], rows)) else \
+                np.concatenate(rows, axis=0)
+        else:
+            pos = self._positions(ids, uniq)
+            table = rows[0] if n == 1 else np.concatenate(rows, axis=0)
         out = table[pos].reshape(np.shape(ids) + tuple(self.parts[0].shape[1:]))
 
         def grad_fn(dy: Any) -> list[Any]:
             flat = np.asarray(dy).reshape((len(pos),) + table.shape[1:])
             total = _sum_rows(flat, pos, table.shape[0])
             grads: list[Any] = [None] * (1 + 2 * n)
+            if n == 1:
+                if 2 in needs:
+                    grads[2] = total
+                return grads
             base = 0
             for k in range(n):
                 if 1 + n + k in needs:
@@ -243,8 +309,12 @@ class _Gather:
 
         n = len(self.parts)
         uniq, rows = sources[:n], sources[n:]
-        pos = self._positions(ids, uniq)
-        table = rows[0] if n == 1 else anp.concatenate(list(rows), axis=0)
+        fast = self._prepared(ids, uniq)
+        pos = fast[4] if fast is not None else self._positions(ids, uniq)
+        if fast is not None and all(a is b for a, b in zip(fast[2], rows)):
+            table = fast[3]
+        else:
+            table = rows[0] if n == 1 else anp.concatenate(list(rows), axis=0)
         if self.max_norm is not None:
             table = _clip_rows(table, self.max_norm)
         out = table[pos]
@@ -366,35 +436,92 @@ def prepare_rows(session: Any, plans: Sequence[Any], var_values: dict[int, Any],
         before = set(memo)
         _graph.evaluate(sub, values, feeds, memo)
         known = {k: v for k, v in memo.items() if k not in before}
-    wanted: dict[int, tuple[_Rows, list[np.ndarray]]] = {}
+    # The id bookkeeping, once per ids value and layout (an ids tensor shared by lookups of
+    # tables partitioned alike, as a user's embedding and bias): each part's distinct rows
+    # and every id's position among them.
+    located: dict[tuple[Any, ...], tuple[list[np.ndarray], np.ndarray]] = {}
+    entries: list[tuple[_Gather, Any, tuple[Any, ...], tuple[_Rows, ...]]] = []
+    owner: dict[int, Any] = {}        # id(_Rows) -> (group, part index), or None if shared
+    sources: dict[int, _Rows] = {}
     for node in lookups.values():
         func: _Gather = node.func
+        func._fast = None
         ids = node.inputs[0]
         value = memo[id(ids)] if isinstance(ids, Tensor) else ids
-        _, part, row = func.locate(value)
+        group = (id(value), func.layout)
+        if group not in located:
+            located[group] = func.index(value)
         n = len(func.parts)
-        for k in range(n):
-            src = node.inputs[1 + n + k]
-            entry = wanted.setdefault(id(src), (src, []))
-            entry[1].append(row if n == 1 else row[part == k])
+        srcs = tuple(node.inputs[1 + n:1 + 2 * n])
+        for k, src in enumerate(srcs):
+            if id(src) not in sources:
+                sources[id(src)] = src
+                owner[id(src)] = (group, k)
+            elif owner[id(src)] != (group, k):
+                owner[id(src)] = None     # read with other ids: the union is pulled
+        entries.append((func, value, group, srcs))
+    uniq_of: dict[int, np.ndarray] = {}
+    unions: dict[int, list[np.ndarray]] = {}
+    for func, value, group, srcs in entries:
+        for k, src in enumerate(srcs):
+            if owner[id(src)] is None:
+                unions.setdefault(id(src), []).append(located[group][0][k])
+            else:
+                uniq_of[id(src)] = located[group][0][k]
+    for key, chunks in unions.items():
+        uniq_of[key] = np.unique(np.concatenate(chunks))
+    # A lookup whose parts no other ids read gets their rows in one array (a view of it
+    # per part): it gathers from that array without concatenating the parts.
+    wire: dict[int, np.ndarray] = {}                   # id(_Rows) -> its rows (wire dtype)
+    tables: dict[tuple[int, ...], np.ndarray] = {}     # ids of a lookup's parts -> array
+    fast: list[tuple[_Gather, Any, tuple[int, ...], tuple[Any, ...], tuple[_Rows, ...]]] = []
+    for func, value, group, srcs in entries:
+        key = tuple(map(id, srcs))
+        if key not in tables:
+            if len(set(key)) != len(key) or any(owner[k] is None or k in wire for k in key):
+                continue
+            v = srcs[0].variable
+            lens = [len(uniq_of[k]) for k in key]
+            buf = np.empty((sum(lens),) + tuple(v.shape[1:]), v._wire_dtype)
+            base = 0
+            for k, u in zip(key, lens):
+                wire[k] = buf[base:base + u]
+                base += u
+            tables[key] = buf
+        fast.append((func, value, key, group, srcs))
     handles, idx, outs = [], [], []
-    for src, chunks in wanted.values():
-        v = src.variable
-        uniq = np.unique(np.concatenate(chunks))
-        out = np.empty((len(uniq),) + tuple(v.shape[1:]), v._wire_dtype)
+    for key, src in sources.items():
+        uniq = uniq_of[key]
+        out = wire.get(key)
+        if out is None:
+            v = src.variable
+            out = wire[key] = np.empty((len(uniq),) + tuple(v.shape[1:]), v._wire_dtype)
         if len(uniq):
-            handles.append(session._handle(v))
+            handles.append(session._handle(src.variable))
             idx.append(uniq)
             outs.append(out)
         var_values[id(src.ids)] = uniq
-        var_values[(id(src), "wire")] = out
     # Every part's rows in one parallel round trip (one request per part).
     if handles:
         session._client.pull_rows_batch(handles, idx, outs)
-    for src, _ in wanted.values():
-        out = var_values.pop((id(src), "wire"))
-        v = src.variable
-        var_values[id(src)] = out if out.dtype == v.dtype else out.astype(v.dtype)
+    converted: dict[tuple[int, ...], np.ndarray] = {}
+    for key, buf in tables.items():
+        dt = sources[key[0]].variable.dtype
+        table = converted[key] = buf if buf.dtype == dt else buf.astype(dt)
+        base = 0
+        for k in key:
+            u = len(uniq_of[k])
+            var_values[k] = table[base:base + u]
+            base += u
+    in_tables = {k for key in tables for k in key}
+    for key, src in sources.items():
+        if key not in in_tables:
+            out = wire[key]
+            v = src.variable
+            var_values[key] = out if out.dtype == v.dtype else out.astype(v.dtype)
+    for func, value, key, group, srcs in fast:
+        func._fast = (value, tuple(uniq_of[k] for k in key),
+                      tuple(var_values[k] for k in key), converted[key], located[group][1])
     return known
 
 
@@ -425,6 +552,39 @@ def looked_up(plan: Any) -> set[int]:
     return out
 
 
+class _PartSlices(IndexedSlices):
+    """The row-sparse gradient of a PartitionedVariable as its parts' gradients: ``parts``
+    is ``(part, IndexedSlices with part-local indices, those indices)`` of each part with
+    rows (the executor pushes them as they are; their ids were checked by the lookups).
+    ``values`` and ``indices`` (rows of the whole variable) are made when read."""
+
+    def __init__(self, whole: PartitionedVariable,
+                 pieces: Sequence[tuple[Variable, Any, Any]]) -> None:
+        self.dense_shape = tuple(whole.shape)
+        self._whole = whole
+        self._pieces = pieces
+        self._joined: tuple[Any, Any] | None = None
+        self.parts = [(p, IndexedSlices(g, uniq, p.shape), uniq)
+                      for p, uniq, g in pieces if len(uniq)]
+
+    def _join(self) -> tuple[Any, Any]:
+        if self._joined is None:
+            whole = self._whole
+            self._joined = (
+                np.concatenate([g for _, _, g in self._pieces]),
+                np.concatenate([whole.offsets[p._partition[1]] + uniq
+                                for p, uniq, _ in self._pieces]))
+        return self._joined
+
+    @property  # type: ignore[override]
+    def values(self) -> Any:
+        return self._join()[0]
+
+    @property  # type: ignore[override]
+    def indices(self) -> Any:
+        return self._join()[1]
+
+
 def table_gradients(var_list: Sequence[Any], dense: Sequence[Any], dense_grads: Sequence[Any],
                     rows: Sequence[_Rows], row_grads: Sequence[Any],
                     var_values: dict[int, Any]) -> list[Any]:
@@ -434,6 +594,7 @@ def table_gradients(var_list: Sequence[Any], dense: Sequence[Any], dense_grads: 
     offsets), or None."""
     dense_of = {id(v): g for v, g in zip(dense, dense_grads)}
     slices: dict[int, list[tuple[int, Any, Any]]] = {}   # id(target) -> (offset, ids, grad)
+    parts_of: dict[int, list[tuple[Variable, Any, Any]]] = {}  # id(whole) -> (part, ids, grad)
     for src, g in zip(rows, row_grads):
         v = src.variable
         uniq = var_values[id(src.ids)]
@@ -441,6 +602,7 @@ def table_gradients(var_list: Sequence[Any], dense: Sequence[Any], dense_grads: 
         if v._partition is not None:
             whole, k = v._partition
             slices.setdefault(id(whole), []).append((whole.offsets[k], uniq, g))
+            parts_of.setdefault(id(whole), []).append((v, uniq, g))
     out: list[Any] = []
     for v in var_list:
         pieces = slices.get(id(v), [])
@@ -456,6 +618,8 @@ def table_gradients(var_list: Sequence[Any], dense: Sequence[Any], dense_grads: 
         elif len(pieces) == 1 and pieces[0][0] == 0:
             _, uniq, gr = pieces[0]
             out.append(IndexedSlices(gr, uniq, tuple(v.shape)))
+        elif isinstance(v, PartitionedVariable):
+            out.append(_PartSlices(v, parts_of[id(v)]))
         else:
             out.append(IndexedSlices(
                 np.concatenate([gr for _, _, gr in pieces]),

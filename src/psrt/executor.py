@@ -495,7 +495,11 @@ class Executor:
                       ) -> list[tuple[Variable, IndexedSlices, np.ndarray]]:
         """(variable, gradient, int64 indices) of each part of ``v`` that ``g`` touches: a
         PartitionedVariable's rows (indices into its whole value, part ``k`` holding
-        ``offsets[k]:offsets[k+1]``) go to their parts with part-local indices."""
+        ``offsets[k]:offsets[k+1]``) go to their parts with part-local indices; an
+        embedding lookup's gradient comes split by part already."""
+        parts = getattr(g, "parts", None)
+        if parts is not None and isinstance(g, _embedding._PartSlices):
+            return parts
         idx = self._sparse_indices(v, g)
         if not isinstance(v, PartitionedVariable):
             return [(v, g, idx)]
