@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from psrt import _auth, _core, errors
+from psrt import _auth, _core, _malloc, errors
 from psrt import dynamic_embedding as _de
 from psrt.executor import Executor, _part_views, _wire
 from psrt.placement import DeviceSpec
@@ -147,6 +147,8 @@ class Session(Executor):
                  config: ConfigProto | None = None) -> None:
         from psrt import server as _server  # noqa: PLC0415 (server imports session lazily)
 
+        # A training loop's arrays reuse heap memory instead of page-faulting in (_malloc.py).
+        _malloc.fix_thresholds()
         self._graph = graph or get_default_graph()
         self._config = config or ConfigProto()
         self._target = target
