@@ -1029,7 +1029,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
            py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
            py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
-           py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{4} << 20,
+           py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{512} << 10,
            py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
            py::arg("cluster_def") = std::string())
       .def_property_readonly("port", &PyServer::port)

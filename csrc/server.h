@@ -36,7 +36,7 @@ struct ServerOptions {
   // Dense PUSH, dense ASSIGN and REGISTER's initial value larger than one chunk are read and
   // applied chunk by chunk (bytes; rounded down to whole elements): no frame size limit caps
   // a variable, and each chunk is applied whole while the next one arrives.
-  uint64_t chunk_bytes = uint64_t{4} << 20;
+  uint64_t chunk_bytes = uint64_t{512} << 10;
   // In-flight budget (bytes): all connections together hold at most this much received
   // payload not yet applied; past it the server stops reading sockets until memory is
   // released, so senders block (backpressure) instead of the ps growing. Frames of at most

@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--hello-timeout", type=float, default=10.0)
     parser.add_argument("--idle-timeout", type=float, default=600.0)
     parser.add_argument("--max-connections", type=int, default=1024)
-    parser.add_argument("--chunk-bytes", type=int, default=4 << 20)
+    parser.add_argument("--chunk-bytes", type=int, default=512 << 10)
     parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20)
     parser.add_argument("--stall-timeout", type=float, default=60.0)
     args = parser.parse_args()

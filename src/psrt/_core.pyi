@@ -121,7 +121,7 @@ class Server:
         hello_timeout: float = 10.0,
         idle_timeout: float = 600.0,
         max_connections: int = 1024,
-        chunk_bytes: int = 4194304,
+        chunk_bytes: int = 524288,
         max_inflight_bytes: int = 268435456,
         stall_timeout: float = 60.0,
         cluster_def: str = "",

@@ -69,11 +69,12 @@ class ConfigProto:
             peer past it gets ResourceExhaustedError. 0 disables a limit.
         max_inflight_bytes, chunk_bytes, stall_timeout_secs: psrt only, for servers made
             with this config. A dense push, assign or initial value larger than
-            ``chunk_bytes`` (default 4 MiB, BytePS's partition size) is read and applied chunk
-            by chunk, each chunk whole, while the next one arrives, so no frame limit caps a
-            variable. All connections together hold at most ``max_inflight_bytes`` (default
-            256 MiB: 64 chunks in flight, enough for 64 workers pushing at once at full
-            speed) of received payload not yet applied; past it the ps stops reading its
+            ``chunk_bytes`` (default 512 KiB: the smallest chunk at which a 4 MB push+apply
+            ran at >= 0.9x a raw socket in benchmarks/test_bench_transport.py; 4 MiB, BytePS's
+            partition size, left a single-chunk push unable to overlap its apply, 0.56-0.64x)
+            is read and applied chunk by chunk, each chunk whole, while the next one arrives,
+            so no frame limit caps a variable. All connections together hold at most
+            ``max_inflight_bytes`` (default 256 MiB: 512 chunks in flight) of received payload not yet applied; past it the ps stops reading its
             sockets and senders wait, so its memory does not grow with the number of workers.
             A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
             (default 60) is dropped and its buffers freed.
@@ -89,7 +90,7 @@ class ConfigProto:
                  heartbeat_timeout_secs: float = 20.0, auth_secret: str | bytes | None = None,
                  hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
-                 chunk_bytes: int = 4 << 20, stall_timeout_secs: float = 60.0,
+                 chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
                  **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
