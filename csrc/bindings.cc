@@ -499,27 +499,40 @@ class PyClient {
     Check(RunLocked(&calls));
   }
 
-  // Pushes dense gradients and, when step_handle >= 0, increments that int64 variable by
-  // step_delta in the same batch. Returns the new step (or -1).
-  // A row-sparse PUSH of `indices` (1-D int64) and `rows`, checked against the variable.
-  Call SparsePush(const RemoteVar& v, const py::array& indices, const py::array& rows,
-                  std::optional<double> lr) const {
+  // A row request of `indices` (1-D C-contiguous int64) to variable v: a PULL into `rows` or
+  // a PUSH of `rows` (count x the variable's row shape, its dtype), both checked first.
+  Call RowCall(Op op, const RemoteVar& v, const py::array& indices, const py::array& rows) const {
+    const bool pull = op == Op::kPull;
     if (v.spec.shape.empty())
-      Raise(InvalidArgument("row-sparse push to scalar variable '" + v.spec.name + "'"));
+      Raise(InvalidArgument(std::string(pull ? "row pull from" : "row-sparse push to") +
+                            " scalar variable '" + v.spec.name + "'"));
     if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
       Raise(InvalidArgument("indices for variable '" + v.spec.name +
                             "' must be a 1-D C-contiguous int64 array; got " +
                             DTypeStr(indices) + ShapeOf(indices)));
     std::vector<int64_t> row_shape = v.spec.shape;
     row_shape[0] = indices.size();
-    CheckArray(rows, "gradient rows", v.spec.name, v.spec.dtype, row_shape, false);
-    Call c = MakeCall(Op::kPush, v);
+    CheckArray(rows, pull ? "row output" : "gradient rows", v.spec.name, v.spec.dtype,
+               row_shape, pull);
+    Call c = MakeCall(op, v);
     c.flags |= kFlagSparse;
     c.count = static_cast<uint32_t>(indices.size());
     c.send[0] = indices.data();
     c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
-    c.send[1] = rows.data();
-    c.send_len[1] = static_cast<size_t>(rows.nbytes());
+    if (pull) {
+      c.recv = const_cast<void*>(rows.data());
+      c.recv_len = static_cast<size_t>(rows.nbytes());
+    } else {
+      c.send[1] = rows.data();
+      c.send_len[1] = static_cast<size_t>(rows.nbytes());
+    }
+    return c;
+  }
+
+  // A row-sparse PUSH of `indices` and `rows`, with `lr` when given.
+  Call SparsePush(const RemoteVar& v, const py::array& indices, const py::array& rows,
+                  std::optional<double> lr) const {
+    Call c = RowCall(Op::kPush, v, indices, rows);
     if (lr) {
       c.flags |= kFlagHasLr;
       c.arg0 = *lr;
@@ -527,6 +540,8 @@ class PyClient {
     return c;
   }
 
+  // Pushes dense gradients (and row-sparse ones) and, when step_handle >= 0, increments that
+  // int64 variable by step_delta in the same batch. Returns the new step (or -1).
   int64_t push(const std::vector<int>& handles, const std::vector<py::array>& grads,
                std::optional<double> lr, int step_handle, int64_t step_delta,
                std::optional<std::vector<py::array>> return_values,
@@ -684,24 +699,7 @@ class PyClient {
   }
 
   Call RowPull(int handle, const py::array& indices, const py::array& out) {
-    const RemoteVar& v = Var(handle);
-    if (v.spec.shape.empty())
-      Raise(InvalidArgument("row pull from scalar variable '" + v.spec.name + "'"));
-    if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
-      Raise(InvalidArgument("indices for variable '" + v.spec.name +
-                            "' must be a 1-D C-contiguous int64 array; got " +
-                            DTypeStr(indices) + ShapeOf(indices)));
-    std::vector<int64_t> row_shape = v.spec.shape;
-    row_shape[0] = indices.size();
-    CheckArray(out, "row output", v.spec.name, v.spec.dtype, row_shape, true);
-    Call c = MakeCall(Op::kPull, v);
-    c.flags |= kFlagSparse;
-    c.count = static_cast<uint32_t>(indices.size());
-    c.send[0] = indices.data();
-    c.send_len[0] = static_cast<size_t>(indices.size()) * 8;
-    c.recv = const_cast<void*>(out.data());
-    c.recv_len = static_cast<size_t>(out.nbytes());
-    return c;
+    return RowCall(Op::kPull, Var(handle), indices, out);
   }
 
   void pull_rows(int handle, py::array indices, py::array out) {
