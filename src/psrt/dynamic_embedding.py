@@ -103,6 +103,7 @@ class TableShard(Variable):
                 "initialize": 1.0 if init else 0.0}
 
     def initial_value_array(self) -> np.ndarray:
+        """A shard has no value to compute: always InvalidArgumentError."""
         raise errors.InvalidArgumentError(
             None, None, f"'{self._name}' is a shard of dynamic embedding table "
             f"'{self._table[0].name}': it has no value to compute, its rows are made on the ps "
@@ -140,14 +141,17 @@ class DynamicEmbeddingVariable:
 
     @property
     def name(self) -> str:
+        """The table's name (str)."""
         return self._name
 
     @property
     def dim(self) -> int:
+        """Elements of one row (int)."""
         return self.row_shape[0]
 
     @property
     def dtype(self) -> np.dtype:
+        """The rows' dtype: float32 or float64."""
         return self._dtype
 
     @property
@@ -465,6 +469,7 @@ class EvictionHook(SessionRunHook):
         self.evicted = 0
 
     def begin(self) -> None:
+        """Finds the global step (RuntimeError without one, as TF's step-based hooks)."""
         from psrt.variables import get_global_step  # noqa: PLC0415
 
         self._global_step = get_global_step()
@@ -472,11 +477,13 @@ class EvictionHook(SessionRunHook):
             raise RuntimeError("Global step should be created to use EvictionHook.")
 
     def before_run(self, run_context: Any) -> Any:
+        """Fetches the global step with the run."""
         from psrt.hooks import SessionRunArgs  # noqa: PLC0415
 
         return SessionRunArgs(self._global_step)
 
     def after_run(self, run_context: Any, run_values: Any) -> None:
+        """Evicts once ``every_n_steps`` global steps have passed since the last time."""
         step = int(run_values.results)
         if self._last is None:
             self._last = step

@@ -62,6 +62,7 @@ class _Rows(RunInput):
 
     @property
     def dtype(self) -> np.dtype:
+        """The variable's dtype (the rows' dtype)."""
         return self.variable.dtype
 
 
@@ -578,10 +579,13 @@ class _PartSlices(IndexedSlices):
 
     @property  # type: ignore[override]
     def values(self) -> Any:
+        """The parts' gradient rows, joined in part order ([N, row...], the variable's
+        dtype)."""
         return self._join()[0]
 
     @property  # type: ignore[override]
     def indices(self) -> Any:
+        """Their rows in the whole variable (int64 [N]), joined in part order."""
         return self._join()[1]
 
 

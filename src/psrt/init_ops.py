@@ -380,6 +380,7 @@ class Zeros(Initializer):
         return {"kind": "zeros"}
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"dtype": self.dtype.name}
 
 
@@ -398,6 +399,7 @@ class Ones(Initializer):
         return {"kind": "ones"}
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"dtype": self.dtype.name}
 
 
@@ -455,6 +457,7 @@ class Constant(Initializer):
         return out.reshape(shape)
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"value": self.value, "dtype": self.dtype.name,
                 "verify_shape": self._verify_shape}
 
@@ -500,6 +503,7 @@ class RandomUniform(Initializer):
         return (int(self.minval) + np.floor(u * span)).astype(dtype)
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed,
                 "dtype": self.dtype.name}
 
@@ -532,6 +536,7 @@ class RandomNormal(Initializer):
         return {"kind": "random_normal", "a": float(self.mean), "b": float(self.stddev)}
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
                 "dtype": self.dtype.name}
 
@@ -597,6 +602,7 @@ class VarianceScaling(Initializer):
                 "distribution": dist, "full_shape": list(shape)}
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
                 "seed": self.seed, "dtype": self.dtype.name}
 
@@ -615,6 +621,7 @@ class GlorotUniform(VarianceScaling):
         super().__init__(1.0, "fan_avg", "uniform", seed, dtype)
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
@@ -633,6 +640,7 @@ class GlorotNormal(VarianceScaling):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
 
     def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
