@@ -146,7 +146,9 @@ def test_mnist_dist_writes_loss_and_accuracy_curves_for_tensorboard(tmp_path):
     steps = [e.step for e in loss]
     assert len(steps) >= 3 and steps[0] < 100, steps
     assert all(b - a >= 100 for a, b in zip(steps, steps[1:])), steps
-    assert 0 < loss[-1].value < loss[0].value <= math.log(10) + 1e-3, [e.value for e in loss]
+    assert 0 < loss[-1].value < loss[0].value, [e.value for e in loss]
+    # Asynchronous: the other worker may have stepped first (the chief's first summary at
+    # step 10, say), and an early Adagrad step can overshoot ln 10 on the next batch.
     if steps[0] == 1:  # the job's first step: zero weights, the loss is ln 10
         assert loss[0].value == pytest.approx(math.log(10), rel=1e-3)
     # The test accuracy on the same schedule, plus the last step's: the printed one.
