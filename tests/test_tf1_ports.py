@@ -167,10 +167,11 @@ def test_mnist_replica(job, sync):
             # every global step, in order, once.
             assert global_steps == list(range(1, len(global_steps) + 1)), global_steps
         # The validation set is 1,000 images; an untrained model's summed cross entropy is
-        # about 1000 * ln(10) = 2303.
+        # about 1000 * ln(10) = 2303. After 150 asynchronous Adam steps from a random start
+        # and shuffle it was 270-900 over 8 runs: at most half the untrained value.
         (xent,) = _floats(rf"^After {steps} training step\(s\), validation cross entropy = "
                           r"([0-9.e+-]+)$", text)
-        assert 0 < xent < 700, text
+        assert 0 < xent < 1150, text
     assert job.status("ps0") == 0  # SIGTERM: a psrt ps task exits with status 0
 
 
