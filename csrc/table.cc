@@ -131,13 +131,22 @@ void HashTable::InitRow(size_t p, int64_t id) {
 Status HashTable::Locate(const int64_t* ids, size_t n, std::vector<int64_t>* pos) {
   try {
     pos->resize(n);
+    // One hash lookup per id: an existing row's position, or -1 - k for the k-th missing id.
     std::vector<int64_t> missing;
     std::unordered_map<int64_t, size_t> fresh;  // missing id -> index in `missing`
     for (size_t j = 0; j < n; ++j) {
       int64_t id;
       std::memcpy(&id, ids + j, 8);
-      if (pos_.count(id) == 0 && fresh.emplace(id, missing.size()).second) missing.push_back(id);
+      auto it = pos_.find(id);
+      if (it != pos_.end()) {
+        (*pos)[j] = static_cast<int64_t>(it->second);
+        continue;
+      }
+      auto f = fresh.emplace(id, missing.size());
+      if (f.second) missing.push_back(id);
+      (*pos)[j] = -1 - static_cast<int64_t>(f.first->second);
     }
+    std::vector<size_t> made_at(missing.size());
     if (!missing.empty()) {
       if (spec_.max_rows != 0 && pos_.size() + missing.size() > spec_.max_rows)
         return Status(Code::kResourceExhausted, LimitMessage(missing.size()));
@@ -156,25 +165,22 @@ Status HashTable::Locate(const int64_t* ids, size_t n, std::vector<int64_t>* pos
           }
           InitRow(p, id);
           pos_.emplace(id, p);
-          ++made;
+          made_at[made++] = p;
         }
       } catch (const std::bad_alloc&) {
         // Undo: the rows made so far go back to the free list (capacity was reserved).
         for (size_t i = 0; i < made; ++i) {
-          auto it = pos_.find(missing[i]);
-          if (it == pos_.end()) continue;
-          live_[it->second] = 0;
-          free_.push_back(it->second);
-          pos_.erase(it);
+          live_[made_at[i]] = 0;
+          free_.push_back(made_at[i]);
+          pos_.erase(missing[i]);
         }
         throw;
       }
     }
     for (size_t j = 0; j < n; ++j) {
-      int64_t id;
-      std::memcpy(&id, ids + j, 8);
-      const size_t p = pos_.find(id)->second;
-      (*pos)[j] = static_cast<int64_t>(p);
+      int64_t& q = (*pos)[j];
+      if (q < 0) q = static_cast<int64_t>(made_at[static_cast<size_t>(-1 - q)]);
+      const size_t p = static_cast<size_t>(q);
       seen_[p] = std::max(seen_[p], clock_);
     }
   } catch (const std::bad_alloc&) {
