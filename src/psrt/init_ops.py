@@ -365,42 +365,41 @@ class Initializer:
         return np.ascontiguousarray(whole[index])
 
 
-class Zeros(Initializer):
+class _Fill(Initializer):
+    """An initializer whose only argument is a dtype: every element the same ``_kind``."""
+
+    _kind = ""
+
+    def __init__(self, dtype: Any = np.float32) -> None:
+        super().__init__()
+        self.dtype = _np_dtype(dtype)
+
+    def _kind_spec(self, shape, dtype):
+        return {"kind": self._kind}
+
+    def get_config(self) -> dict[str, Any]:
+        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
+        return {"dtype": self.dtype.name}
+
+
+class Zeros(_Fill):
     """Zeros, as ``tf.zeros_initializer`` (``init_ops.Zeros``).
 
     Args:
         dtype: The default dtype of the values (float32; any variable dtype).
     """
 
-    def __init__(self, dtype: Any = np.float32) -> None:
-        super().__init__()
-        self.dtype = _np_dtype(dtype)
-
-    def _kind_spec(self, shape, dtype):
-        return {"kind": "zeros"}
-
-    def get_config(self) -> dict[str, Any]:
-        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
-        return {"dtype": self.dtype.name}
+    _kind = "zeros"
 
 
-class Ones(Initializer):
+class Ones(_Fill):
     """Ones, as ``tf.ones_initializer`` (``init_ops.Ones``).
 
     Args:
         dtype: The default dtype of the values (float32; any variable dtype).
     """
 
-    def __init__(self, dtype: Any = np.float32) -> None:
-        super().__init__()
-        self.dtype = _np_dtype(dtype)
-
-    def _kind_spec(self, shape, dtype):
-        return {"kind": "ones"}
-
-    def get_config(self) -> dict[str, Any]:
-        """The constructor's arguments (dtype as its name), as TF's ``get_config``."""
-        return {"dtype": self.dtype.name}
+    _kind = "ones"
 
 
 class Constant(Initializer):
