@@ -17,7 +17,7 @@ import safetensors
 import safetensors.numpy
 
 import psrt
-from psrt import checkpoint as ckpt
+from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
 SRC_DIR = os.path.dirname(os.path.dirname(os.path.abspath(psrt.__file__)))
@@ -675,8 +675,7 @@ def test_var_list_none_uses_global_variables(tmp_path, monkeypatch):
             calls.append(1)
             return list(var_list)
 
-    monkeypatch.setitem(sys.modules, "psrt.variables", FakeVariablesModule)
-    monkeypatch.setattr(psrt, "variables", FakeVariablesModule, raising=False)
+    monkeypatch.setattr(ckpt, "global_variables", FakeVariablesModule.global_variables)
     saver = ckpt.Saver()
     assert calls == []  # resolved lazily
     path = saver.save(sess, str(tmp_path / "m"), global_step=3)
@@ -713,7 +712,7 @@ def test_stale_temp_files_are_cleaned_only_for_dead_processes(tmp_path):
 CHILD = textwrap.dedent("""
     import os, sys
     import numpy as np
-    from psrt import checkpoint as ckpt
+    from psrt.checkpoint import saver as ckpt
 
     d = sys.argv[1]
     n = int(sys.argv[2])

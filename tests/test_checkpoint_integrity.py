@@ -24,7 +24,7 @@ import pytest
 import safetensors.numpy
 
 import psrt
-from psrt import checkpoint as ckpt
+from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
 from _mts_cluster import (  # noqa: F401  (fixtures)

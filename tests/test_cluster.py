@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from psrt.cluster import (
+from psrt.distribute.cluster_spec import (
     ClusterSpec,
     SlurmClusterResolver,
     TaskRole,

@@ -187,7 +187,7 @@ def test_a_stop_cancels_blocked_enqueues():
 def test_monitored_session_starts_and_joins_queue_runners(monkeypatch):
     # monitored_session.py _CoordinatedSessionCreator: queue runners are started on a
     # Coordinator the hooks see; close joins them.
-    import psrt.monitored_session as ms
+    import psrt.training.monitored_session as ms
 
     class FakeCreator(ms.SessionCreator):
         def create_session(self):

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import psrt
-from psrt import embedding_ops as eo
+from psrt.ops import embedding_ops as eo
 from psrt import errors
 
 from _cluster import LOCALHOST, fresh_graph, prefix, shared_ps2, worker  # noqa: F401

@@ -9,6 +9,7 @@ merges hook fetches into one ``run()`` the way the MonitoredSession contract say
 from __future__ import annotations
 
 import logging
+import importlib
 import os
 import sys
 import types
@@ -18,8 +19,8 @@ import pytest
 
 import psrt
 from psrt import errors
-from psrt import hooks
-from psrt.hooks import (
+from psrt.training import basic_session_run_hooks as hooks
+from psrt.training.basic_session_run_hooks import (
     CheckpointSaverHook,
     CheckpointSaverListener,
     FeedFnHook,
@@ -230,12 +231,16 @@ class Clock:
 # --------------------------------------------------------------------------------------
 
 
+# The modules whose functions the hooks call, by the short name these tests use.
+_HOOK_DEPENDENCIES = {"variables": "psrt.ops.variables",
+                      "checkpoint": "psrt.checkpoint.saver"}
+
+
 def _install_module(monkeypatch, name, **attrs):
-    module = types.ModuleType("psrt." + name)
+    """Replaces the named functions of a module the hooks call for the test's duration."""
+    module = importlib.import_module(_HOOK_DEPENDENCIES[name])
     for key, value in attrs.items():
-        setattr(module, key, value)
-    monkeypatch.setitem(sys.modules, "psrt." + name, module)
-    monkeypatch.setattr(psrt, name, module, raising=False)
+        monkeypatch.setattr(module, key, value, raising=False)
     return module
 
 

@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 import psrt
-from psrt import _logging, errors, session
+from psrt import errors
+from psrt.platform import psrt_logging as _logging
+from psrt.runtime import session
 
 SRC = str(Path(psrt.__file__).resolve().parents[1])
 

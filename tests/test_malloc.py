@@ -22,8 +22,8 @@ PATTERN = r"""
 import resource, sys
 import numpy as np
 if sys.argv[1] == "1":
-    import psrt._malloc
-    assert psrt._malloc.fix_thresholds()
+    import psrt.runtime.malloc
+    assert psrt.runtime.malloc.fix_thresholds()
 warm = np.ones(1300 * 1024 // 8)
 del warm
 def step():
@@ -56,7 +56,7 @@ def test_fixed_thresholds_stop_the_page_faults_of_a_repeated_step():
 
 
 def test_opt_out_and_idempotence(monkeypatch):
-    from psrt import _malloc
+    from psrt.runtime import malloc as _malloc
 
     monkeypatch.setattr(_malloc, "_done", False)
     monkeypatch.setenv("PSRT_MALLOC_TUNING", "0")

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 import psrt
-from psrt import _missing
+from psrt.framework import missing as _missing
 
 
 @pytest.mark.parametrize("module,name", sorted(_missing.MISSING))

@@ -563,7 +563,7 @@ def test_signature_shows_use_default_not_an_object_address():
     assert "object at 0x" not in text and text.count("= USE_DEFAULT") == 4
     import copy as copy_module  # noqa: PLC0415
     import pickle  # noqa: PLC0415
-    from psrt.monitored_session import USE_DEFAULT  # noqa: PLC0415
+    from psrt.training.monitored_session import USE_DEFAULT  # noqa: PLC0415
 
     assert copy_module.deepcopy(USE_DEFAULT) is USE_DEFAULT
     assert pickle.loads(pickle.dumps(USE_DEFAULT)) is USE_DEFAULT

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import psrt
-from psrt import embedding_ops as eo
-from psrt.partitioners import (
+from psrt.ops import embedding_ops as eo
+from psrt.ops.partitioned_variables import (
     fixed_size_partitioner,
     min_max_variable_partitioner,
     variable_axis_size_partitioner,

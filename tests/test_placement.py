@@ -12,8 +12,8 @@ import threading
 import numpy as np
 import pytest
 
-from psrt.cluster import ClusterSpec
-from psrt.placement import (
+from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.framework.device import (
     STANDARD_PS_OPS,
     DeviceSpec,
     GreedyLoadBalancingStrategy,
@@ -438,7 +438,7 @@ def test_ps2_tasks_use_cpu_for_ps():
 
 
 def test_ps2_tasks_no_merging(caplog):
-    with caplog.at_level(logging.WARNING, logger="psrt.placement"):
+    with caplog.at_level(logging.WARNING, logger="psrt.framework.device"):
         setter = replica_device_setter(cluster=CLUSTER, merge_devices=False)
     assert "merge_devices=True" in caplog.text
     with device(setter):
@@ -577,7 +577,7 @@ def test_colocate_with_skips_device_functions():
 
 
 def test_colocate_with_conflicting_device_keeps_requested(caplog):
-    with caplog.at_level(logging.WARNING, logger="psrt.placement"):
+    with caplog.at_level(logging.WARNING, logger="psrt.framework.device"):
         got = var("slot", device="/job:ps/task:0", colocate_with="/job:ps/task:1")
     assert got == "/job:ps/task:0"
     assert "colocated with device '/job:ps/task:1'" in caplog.text

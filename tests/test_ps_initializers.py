@@ -21,6 +21,7 @@ import pytest
 
 import psrt
 from psrt import init_ops
+from psrt.ops import init_ops as ops_init_ops
 
 from _cluster import fresh_graph, ps2, ps_tasks, worker  # noqa: F401  (fixtures)
 from _init_ref import initial_value as ref_value
@@ -46,7 +47,7 @@ def test_get_seed_follows_tf_random_seed_test():
     for (graph_seed, op_seed), want in cases:
         with psrt.Graph().as_default():
             psrt.set_random_seed(graph_seed)
-            assert psrt.variables.get_seed(op_seed) == want, (graph_seed, op_seed)
+            assert psrt.ops.variables.get_seed(op_seed) == want, (graph_seed, op_seed)
 
 
 def test_tf_aliases_defaults_and_configs():
@@ -148,7 +149,7 @@ def test_calling_an_initializer_gives_the_ps_stream(init, spec, dtype):
 def test_a_part_computes_its_slice_of_the_whole():
     init = psrt.glorot_normal_initializer(seed=9)
     whole = init([10, 6])
-    info = init_ops._PartitionInfo([10, 6], [4, 0])
+    info = ops_init_ops._PartitionInfo([10, 6], [4, 0])
     np.testing.assert_array_equal(init([3, 6], partition_info=info), whole[4:7])
 
 
@@ -171,7 +172,7 @@ def test_tf_formulas_hold_statistically():
     assert g.std() == pytest.approx(np.sqrt(2 / (fan_in + fan_out)), rel=0.01)
     t = psrt.truncated_normal_initializer(1.0, 0.5, seed=3)(shape, np.float64)
     assert np.abs(t - 1.0).max() <= 1.0
-    assert t.std() == pytest.approx(0.5 * init_ops.TRUNCATED_NORMAL_STDDEV, rel=0.01)
+    assert t.std() == pytest.approx(0.5 * ops_init_ops.TRUNCATED_NORMAL_STDDEV, rel=0.01)
 
 
 def test_seeds_follow_tf():

@@ -9,13 +9,13 @@ worker's lines show without any setup; ``PSRT_LOG_LEVEL`` (e.g. ``WARNING``) cha
 level. See ``psrt/_logging.py``.
 """
 
-from psrt import _logging
+from psrt.platform import psrt_logging as _logging
 
 _logging.install()
 
 from psrt import errors  # noqa: E402  (after the logging set-up)
-from psrt import _missing
-from psrt.dtypes import (  # noqa: A004  (TF's names: psrt.bool is tf.bool)
+from psrt.framework import missing as _missing
+from psrt.framework.dtypes import (  # noqa: A004  (TF's names: psrt.bool is tf.bool)
     DType,
     as_dtype,
     bool,
@@ -32,8 +32,8 @@ from psrt.dtypes import (  # noqa: A004  (TF's names: psrt.bool is tf.bool)
     uint8,
     uint16,
 )
-from psrt.protos import GPUOptions, RunMetadata, RunOptions
-from psrt.graph import (
+from psrt.framework.protos import GPUOptions, RunMetadata, RunOptions
+from psrt.framework.tensor import (
     Tensor,
     custom_gradient,
     function,
@@ -42,11 +42,11 @@ from psrt.graph import (
     placeholder_with_default,
     py_func,
 )
-from psrt.optimizers import IndexedSlices
-from psrt.placement import DeviceSpec
-from psrt.placement import device as device
-from psrt.session import ConfigProto, Session
-from psrt.variables import (
+from psrt.training.optimizer import IndexedSlices
+from psrt.framework.device import DeviceSpec
+from psrt.framework.device import device as device
+from psrt.runtime.session import ConfigProto, Session
+from psrt.ops.variables import (
     AUTO_REUSE,
     GLOBAL_VARIABLES,
     TRAINABLE_VARIABLES,
@@ -85,27 +85,27 @@ from psrt.variables import (
 )
 # ---- initializers computed on the ps (issue 11; area "init") ----
 from psrt import init_ops  # noqa: E402
-from psrt.init_ops import glorot_normal_initializer, variance_scaling_initializer  # noqa: E402
+from psrt.ops.init_ops import glorot_normal_initializer, variance_scaling_initializer  # noqa: E402
 # ---- embeddings at scale (issue 14; area "emb") ----
 from psrt import embedding_ops  # noqa: E402
-from psrt.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: E402
-from psrt.partitioners import (  # noqa: E402
+from psrt.framework.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: E402
+from psrt.ops.partitioned_variables import (  # noqa: E402
     min_max_variable_partitioner,
     variable_axis_size_partitioner,
 )
 from psrt import feature_column  # noqa: E402
-from psrt.feature_column import (  # noqa: E402
+from psrt.ops.feature_column import (  # noqa: E402
     sparse_cross_hashed,
     string_to_hash_bucket_fast,
     string_to_hash_bucket_strong,
 )
 # ---- dynamic embedding tables (issue 14, item 5; TF Recommenders-Addons' names) ----
 from psrt import dynamic_embedding  # noqa: E402
-from psrt import nn, train  # noqa: E402  (after the names train re-exports exist)
+from psrt import nn, train  # noqa: E402
 from psrt import summary  # noqa: E402
 # -- ports (issue 13): TF's tf.matmul, tf.reduce_sum, tf.reduce_mean, tf.sigmoid, tf.tanh,
 # fused ops with hand-written gradients (psrt/nn.py)
-from psrt.nn import matmul, reduce_mean, reduce_sum, sigmoid, tanh  # noqa: E402
+from psrt.ops.nn_ops import matmul, reduce_mean, reduce_sum, sigmoid, tanh  # noqa: E402
 
 __version__ = "0.1.0"
 

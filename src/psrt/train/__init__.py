@@ -1,6 +1,6 @@
 """The ``tf.train`` namespace: re-exports only."""
 
-from psrt.cluster import (
+from psrt.distribute.cluster_spec import (
     ClusterSpec,
     SlurmClusterResolver,
     TaskRole,
@@ -8,7 +8,7 @@ from psrt.cluster import (
     task_role_from_slurm,
     task_role_from_tf_config,
 )
-from psrt.hooks import (
+from psrt.training.basic_session_run_hooks import (
     CheckpointSaverHook,
     CheckpointSaverListener,
     FeedFnHook,
@@ -26,7 +26,7 @@ from psrt.hooks import (
     StopAtStepHook,
     SummarySaverHook,
 )
-from psrt.checkpoint import (
+from psrt.checkpoint.saver import (
     Saver,
     checkpoint_exists,
     get_checkpoint_state,
@@ -36,7 +36,7 @@ from psrt.checkpoint import (
     load_variable,
     update_checkpoint_state,
 )
-from psrt.monitored_session import (
+from psrt.training.monitored_session import (
     ChiefSessionCreator,
     MonitoredSession,
     MonitoredTrainingSession,
@@ -47,7 +47,7 @@ from psrt.monitored_session import (
     Supervisor,
     WorkerSessionCreator,
 )
-from psrt.optimizers import (
+from psrt.training.optimizer import (
     AdagradOptimizer,
     AdamOptimizer,
     GradientDescentOptimizer,
@@ -55,12 +55,12 @@ from psrt.optimizers import (
     Optimizer,
     SyncReplicasOptimizer,
 )
-from psrt.placement import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
-from psrt.coordinator import Coordinator
-from psrt.protos import ServerDef
-from psrt.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
-from psrt.server import Server
-from psrt.variables import (
+from psrt.framework.device import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
+from psrt.training.coordinator import Coordinator
+from psrt.framework.protos import ServerDef
+from psrt.training.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
+from psrt.runtime.server import Server
+from psrt.ops.variables import (
     assert_global_step,
     create_global_step,
     get_global_step,
@@ -69,7 +69,7 @@ from psrt.variables import (
 )
 
 # -- TF1's other optimizers, learning-rate schedules, moving averages (issue 13 item 4, "opt")
-from psrt.optimizers import (
+from psrt.training.optimizer import (
     AdadeltaOptimizer,
     AdagradDAOptimizer,
     FtrlOptimizer,
@@ -77,7 +77,7 @@ from psrt.optimizers import (
     ProximalGradientDescentOptimizer,
     RMSPropOptimizer,
 )
-from psrt.learning_rate_decay import (
+from psrt.training.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
     inverse_time_decay,
@@ -85,10 +85,10 @@ from psrt.learning_rate_decay import (
     piecewise_constant,
     polynomial_decay,
 )
-from psrt.moving_averages import ExponentialMovingAverage
+from psrt.training.moving_averages import ExponentialMovingAverage
 # -- end "opt"
 
-from psrt import _missing
+from psrt.framework import missing as _missing
 
 __all__ = [n for n in dir() if not n.startswith("_")]
 

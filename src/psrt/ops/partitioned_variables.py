@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from psrt.variables import fixed_size_partitioner
+from psrt.ops.variables import fixed_size_partitioner
 
 __all__ = ["fixed_size_partitioner", "min_max_variable_partitioner",
            "variable_axis_size_partitioner"]

@@ -30,12 +30,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt import embedding_ops as _embedding
-from psrt import errors
-from psrt import graph as _graph
-from psrt.graph import Tensor
-from psrt.optimizers import IndexedSlices, SlotVariable, TrainOp
-from psrt.variables import Operation, PartitionedVariable, Variable
+from psrt.ops import embedding_ops as _embedding
+from psrt.framework import errors
+from psrt.framework import tensor as _graph
+from psrt.framework.tensor import Tensor
+from psrt.training.optimizer import IndexedSlices, SlotVariable, TrainOp
+from psrt.ops.variables import Operation, PartitionedVariable, Variable
 
 _logger = logging.getLogger("psrt")
 

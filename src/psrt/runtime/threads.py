@@ -52,7 +52,7 @@ def share_blas_threads(master: str) -> None:
     global _done, _limiter
     if _done or any(v in os.environ for v in _THREAD_ENV_VARS):
         return
-    from psrt import server as _server  # noqa: PLC0415
+    from psrt.runtime import server as _server  # noqa: PLC0415
 
     srv = _server._lookup_target(master) if master else None
     if srv is None or srv.job_name not in ("worker", "chief", "master"):

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from psrt import graph as _graph
+from psrt.framework import tensor as _graph
 
 
 class SparseTensorValue(collections.namedtuple("SparseTensorValue",

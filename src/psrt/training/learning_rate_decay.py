@@ -34,8 +34,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from psrt.graph import Tensor, py_func
-from psrt.variables import Variable
+from psrt.framework.tensor import Tensor, py_func
+from psrt.ops.variables import Variable
 
 __all__ = ["cosine_decay", "exponential_decay", "inverse_time_decay", "natural_exp_decay",
            "piecewise_constant", "polynomial_decay"]

@@ -48,9 +48,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt import errors
-from psrt import variables as _variables
-from psrt.variables import Graph, PartitionedVariable, Variable
+from psrt.framework import errors
+from psrt.ops import variables as _variables
+from psrt.ops.variables import Graph, PartitionedVariable, Variable
 
 # TF's names of the dtypes, as its error messages print them ("with dtype float").
 _TF_DTYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}

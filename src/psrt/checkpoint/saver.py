@@ -84,7 +84,8 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from psrt import errors
+from psrt.framework import errors
+from psrt.ops.variables import global_variables
 
 __all__ = [
     "CheckpointReader",
@@ -1293,8 +1294,7 @@ class Saver:
             return
         var_list = self._var_list
         if var_list is None:
-            from psrt import variables as _variables  # the lead's module; lazy on purpose
-            var_list = list(_variables.global_variables())
+            var_list = list(global_variables())
         pairs = _var_list_to_pairs(var_list)
         if not pairs and not self._allow_empty:
             raise ValueError("No variables to save")

@@ -14,8 +14,10 @@ import threading
 import weakref
 from typing import Any
 
-from psrt import _auth, _core, errors
-from psrt.cluster import ClusterSpec
+from psrt import _core
+from psrt.runtime import auth as _auth
+from psrt.framework import errors
+from psrt.distribute.cluster_spec import ClusterSpec
 
 _logger = logging.getLogger("psrt")
 _targets: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
@@ -111,7 +113,7 @@ class Server:
         self._host, self._port = _split_port(job_name, self._task, self._address)
         self._core: _core.Server | None = None
         self._lock = threading.Lock()
-        from psrt.session import ConfigProto  # noqa: PLC0415 (session imports server lazily)
+        from psrt.runtime.session import ConfigProto  # noqa: PLC0415 (session imports server lazily)
 
         self._config = config if isinstance(config, ConfigProto) else ConfigProto()
         self._secret = _auth.resolve_secret(self._config.auth_secret)

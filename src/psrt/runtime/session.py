@@ -17,11 +17,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from psrt import _auth, _core, _malloc, errors
-from psrt import dynamic_embedding as _de
-from psrt.executor import Executor, _part_views, _wire
-from psrt.placement import DeviceSpec
-from psrt.variables import Graph, PartitionedVariable, Variable, get_default_graph
+from psrt import _core
+from psrt.runtime import auth as _auth
+from psrt.runtime import malloc as _malloc
+from psrt.framework import errors
+from psrt.ops import dynamic_embedding as _de
+from psrt.runtime.executor import Executor, _part_views, _wire
+from psrt.framework.device import DeviceSpec
+from psrt.ops.variables import Graph, PartitionedVariable, Variable, get_default_graph
 
 _logger = logging.getLogger("psrt")
 
@@ -146,7 +149,7 @@ class Session(Executor):
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        from psrt import server as _server  # noqa: PLC0415 (server imports session lazily)
+        from psrt.runtime import server as _server  # noqa: PLC0415 (server imports session lazily)
 
         # A training loop's arrays reuse heap memory instead of page-faulting in (_malloc.py).
         _malloc.fix_thresholds()
@@ -172,7 +175,7 @@ class Session(Executor):
                 if self._config.auth_secret is None and srv._secret:
                     secret = srv._secret  # the Server's config named the job's secret
             elif self._config.cluster_def is not None:
-                from psrt.cluster import ClusterSpec  # noqa: PLC0415
+                from psrt.distribute.cluster_spec import ClusterSpec  # noqa: PLC0415
 
                 self._cluster = ClusterSpec(self._config.cluster_def)
             self._default_address = address
@@ -249,7 +252,7 @@ class Session(Executor):
             self._connect(len(self._shards), self._default_address, name)
             self._shards[key] = len(self._shards)
             self._shard_names.append(name)
-        from psrt import server as _server  # noqa: PLC0415 (server imports session lazily)
+        from psrt.runtime import server as _server  # noqa: PLC0415 (server imports session lazily)
 
         raw = self._client.cluster_info(self._shards[key])
         cluster = _server.cluster_from_json(raw, self._target)

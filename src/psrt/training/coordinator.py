@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any, Iterable, Iterator
 
-from psrt import errors
+from psrt.framework import errors
 
 __all__ = ["Coordinator"]
 

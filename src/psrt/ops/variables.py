@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from psrt import dtypes as _dtypes
-from psrt import placement as _device
-from psrt.init_ops import (  # noqa: F401  (TF's initializer names, re-exported)
+from psrt.framework import dtypes as _dtypes
+from psrt.framework import device as _device
+from psrt.ops.init_ops import (  # noqa: F401  (TF's initializer names, re-exported)
     Constant,
     GlorotNormal,
     GlorotUniform,

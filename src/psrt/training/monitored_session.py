@@ -25,14 +25,14 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
-from psrt import _threads
-from psrt import checkpoint as _checkpoint
-from psrt import errors
-from psrt import hooks as _hooks
-from psrt import variables as _variables
-from psrt.coordinator import Coordinator
-from psrt.queue_runner import start_queue_runners
-from psrt.session import ConfigProto, Session
+from psrt.runtime import threads as _threads
+from psrt.checkpoint import saver as _checkpoint
+from psrt.framework import errors
+from psrt.training import basic_session_run_hooks as _hooks
+from psrt.ops import variables as _variables
+from psrt.training.coordinator import Coordinator
+from psrt.training.queue_runner import start_queue_runners
+from psrt.runtime.session import ConfigProto, Session
 
 _logger = logging.getLogger("psrt")
 
@@ -61,7 +61,7 @@ USE_DEFAULT = _UseDefault()
 
 def _summary() -> Any:
     """The psrt.summary module (imported here on first use, like the hooks do)."""
-    from psrt import summary  # noqa: PLC0415
+    from psrt.ops import summary_ops as summary  # noqa: PLC0415
 
     return summary
 
@@ -738,7 +738,7 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
 
 
 def _is_worker_target(master: str) -> bool:
-    from psrt import server as _server  # noqa: PLC0415
+    from psrt.runtime import server as _server  # noqa: PLC0415
 
     srv = _server._lookup_target(master) if master else None
     return srv is not None and srv.job_name in ("worker", "chief", "master")

@@ -49,7 +49,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from psrt import errors
+from psrt.framework import errors
 
 _logger = logging.getLogger("psrt")
 
@@ -339,7 +339,7 @@ def _global_step_for(hook_name: str):
     Raises:
         RuntimeError: No global step was created (``psrt.train.get_or_create_global_step``).
     """
-    from psrt import variables  # lazy: variables imports much of psrt
+    from psrt.ops import variables  # lazy: variables imports much of psrt
 
     global_step = variables.get_global_step()
     if global_step is None:
@@ -354,7 +354,7 @@ def _step_value(value) -> int:
 
 def _summary():
     """The psrt.summary module (lazy: it imports the optimizers, which import this module)."""
-    from psrt import summary  # noqa: PLC0415
+    from psrt.ops import summary_ops as summary  # noqa: PLC0415
 
     return summary
 
@@ -686,7 +686,7 @@ class CheckpointSaverHook(SessionRunHook):
             return self._saver
         if self._scaffold is not None and getattr(self._scaffold, "saver", None) is not None:
             return self._scaffold.saver
-        from psrt import checkpoint  # lazy: checkpoint imports the session layer
+        from psrt.checkpoint import saver as checkpoint  # lazy: checkpoint imports the session layer
 
         default = getattr(checkpoint, "_get_saver_or_default", None)
         self._saver = default() if default is not None else checkpoint.Saver()

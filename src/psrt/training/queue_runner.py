@@ -37,9 +37,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from psrt import errors
-from psrt import variables as _variables
-from psrt.coordinator import Coordinator
+from psrt.framework import errors
+from psrt.ops import variables as _variables
+from psrt.training.coordinator import Coordinator
 
 __all__ = ["FIFOQueue", "QueueRunner", "add_queue_runner", "start_queue_runners"]
 

@@ -665,7 +665,7 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str | None = "/job:ps",
     """
     if cluster is not None:
         # Imported here: cluster.py is a sibling module, not an import-time dependency.
-        from psrt.cluster import ClusterSpec
+        from psrt.distribute.cluster_spec import ClusterSpec
 
         cluster_spec = ClusterSpec(cluster)
         ps_job_name = DeviceSpec.from_string(ps_device or "").job

@@ -22,11 +22,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from psrt import variables as _variables
-from psrt.graph import Tensor, custom_gradient, py_func
-from psrt.optimizers import GradientDescentOptimizer, TrainOp
-from psrt.placement import device as _device
-from psrt.variables import GraphKeys, PartitionedVariable, Variable
+from psrt.ops import variables as _variables
+from psrt.framework.tensor import Tensor, custom_gradient, py_func
+from psrt.training.optimizer import GradientDescentOptimizer, TrainOp
+from psrt.framework.device import device as _device
+from psrt.ops.variables import GraphKeys, PartitionedVariable, Variable
 
 __all__ = ["ExponentialMovingAverage"]
 

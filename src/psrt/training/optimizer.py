@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt import errors
-from psrt import variables as _variables
-from psrt.graph import Plan, Tensor
-from psrt.hooks import SessionRunArgs, SessionRunHook
-from psrt.variables import Operation, PartitionedVariable, Variable
+from psrt.framework import errors
+from psrt.ops import variables as _variables
+from psrt.framework.tensor import Plan, Tensor
+from psrt.training.basic_session_run_hooks import SessionRunArgs, SessionRunHook
+from psrt.ops.variables import Operation, PartitionedVariable, Variable
 
 _logger = logging.getLogger("psrt")
 
@@ -243,7 +243,7 @@ class Optimizer:
             plan = Plan([loss])
             reached = {id(v) for v in plan.variables}
             if plan.run_inputs:  # variables read through embedding lookups (their rows)
-                from psrt.embedding_ops import looked_up  # noqa: PLC0415  (imports us)
+                from psrt.ops.embedding_ops import looked_up  # noqa: PLC0415  (imports us)
 
                 reached |= looked_up(plan)
             if var_list is None:
@@ -856,7 +856,7 @@ class SyncReplicasOptimizer(Optimizer):
         total = replicas if total_num_replicas is None else _replica_count(
             total_num_replicas, "total_num_replicas")
         if variable_averages is not None:
-            from psrt.moving_averages import ExponentialMovingAverage  # noqa: PLC0415
+            from psrt.training.moving_averages import ExponentialMovingAverage  # noqa: PLC0415
             if not isinstance(variable_averages, ExponentialMovingAverage):
                 raise TypeError(f"SyncReplicasOptimizer: variable_averages must be a "
                                 f"psrt.train.ExponentialMovingAverage or None; got "

@@ -1,0 +1,3 @@
+"""psrt.platform: process-wide set-up below everything else (the "psrt" logger).
+
+Internal layer: import public names from the faces (``psrt``, ``psrt.train``, ...)."""

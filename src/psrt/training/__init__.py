@@ -1,0 +1,3 @@
+"""psrt.training: hooks, optimizers, synchronous replicas, moving averages, schedules, queue runners and the monitored sessions.
+
+Internal layer: import public names from the faces (``psrt``, ``psrt.train``, ...)."""
