@@ -259,8 +259,8 @@ def test_set_random_seed_makes_initial_values_repeatable():
     for x, y in zip(first, second):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(first[0], first[1])
-    assert psrt.ops.variables.get_seed(None) == (None, None)
-    assert psrt.ops.variables.get_seed(7) == (87654321, 7)  # DEFAULT_GRAPH_SEED, as TF
+    assert psrt.framework.random_seed.get_seed(None) == (None, None)
+    assert psrt.framework.random_seed.get_seed(7) == (87654321, 7)  # DEFAULT_GRAPH_SEED, as TF
 
 
 def test_run_options_and_metadata_are_accepted(ps1, worker, caplog):

@@ -232,7 +232,7 @@ class Clock:
 
 
 # The modules whose functions the hooks call, by the short name these tests use.
-_HOOK_DEPENDENCIES = {"variables": "psrt.ops.variables",
+_HOOK_DEPENDENCIES = {"variables": "psrt.training.training_util",
                       "checkpoint": "psrt.checkpoint.saver"}
 
 

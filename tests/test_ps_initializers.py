@@ -47,7 +47,7 @@ def test_get_seed_follows_tf_random_seed_test():
     for (graph_seed, op_seed), want in cases:
         with psrt.Graph().as_default():
             psrt.set_random_seed(graph_seed)
-            assert psrt.ops.variables.get_seed(op_seed) == want, (graph_seed, op_seed)
+            assert psrt.framework.random_seed.get_seed(op_seed) == want, (graph_seed, op_seed)
 
 
 def test_tf_aliases_defaults_and_configs():

@@ -46,43 +46,10 @@ from psrt.training.optimizer import IndexedSlices
 from psrt.framework.device import DeviceSpec
 from psrt.framework.device import device as device
 from psrt.runtime.session import ConfigProto, Session
-from psrt.ops.variables import (
-    AUTO_REUSE,
-    GLOBAL_VARIABLES,
-    TRAINABLE_VARIABLES,
-    Graph,
-    GraphKeys,
-    VariableScope,
-    add_to_collection,
-    add_to_collections,
-    all_variables,
-    get_collection,
-    get_collection_ref,
-    get_variable_scope,
-    initialize_all_variables,
-    name_scope,
-    set_random_seed,
-    variable_scope,
-    PartitionedVariable,
-    Variable,
-    constant_initializer,
-    fixed_size_partitioner,
-    get_default_graph,
-    get_variable,
-    global_variables,
-    global_variables_initializer,
-    glorot_uniform_initializer,
-    is_variable_initialized,
-    ones_initializer,
-    random_normal_initializer,
-    random_uniform_initializer,
-    report_uninitialized_variables,
-    reset_default_graph,
-    trainable_variables,
-    truncated_normal_initializer,
-    variables_initializer,
-    zeros_initializer,
-)
+from psrt.ops.variable_scope import AUTO_REUSE, VariableScope, get_variable_scope, variable_scope, get_variable
+from psrt.ops.variables import GLOBAL_VARIABLES, TRAINABLE_VARIABLES, Graph, all_variables, initialize_all_variables, PartitionedVariable, Variable, constant_initializer, fixed_size_partitioner, get_default_graph, global_variables, global_variables_initializer, glorot_uniform_initializer, is_variable_initialized, ones_initializer, random_normal_initializer, random_uniform_initializer, report_uninitialized_variables, trainable_variables, truncated_normal_initializer, variables_initializer, zeros_initializer
+from psrt.framework.ops import GraphKeys, add_to_collection, add_to_collections, get_collection, get_collection_ref, name_scope, reset_default_graph
+from psrt.framework.random_seed import set_random_seed
 # ---- initializers computed on the ps (issue 11; area "init") ----
 from psrt import init_ops  # noqa: E402
 from psrt.ops.init_ops import glorot_normal_initializer, variance_scaling_initializer  # noqa: E402

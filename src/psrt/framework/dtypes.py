@@ -170,3 +170,60 @@ def as_dtype(type_value: Any) -> DType:
     if np_dtype is not None and np_dtype in _BY_NP:
         return _BY_NP[np_dtype]
     raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.")
+
+
+# ---- the dtype rules of graph values and of variables on the ps --------------------------------
+
+TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+"""TF's names of numpy dtypes, as its error messages print them ("with dtype float")."""
+
+VARIABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64),
+                   np.dtype(np.int32))
+"""The dtypes a variable can have (the core stores float32, float64 and int64)."""
+
+WIRE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+              np.dtype(np.int64): "int64"}
+"""The core's names of the dtypes a ps task stores, by numpy dtype."""
+
+
+def as_numpy_dtype(dtype: Any) -> np.dtype | None:
+    """A numpy dtype from a numpy dtype, a type, a name, or a :class:`DType` (anything with
+    ``as_numpy_dtype``); None stays None (unknown).
+
+    Raises:
+        TypeError: ``dtype`` is not a dtype.
+    """
+    if dtype is None:
+        return None
+    dtype = getattr(dtype, "as_numpy_dtype", dtype)
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{dtype!r} is not a dtype (e.g. numpy.float32)") from None
+
+
+def variable_dtype(dtype: Any, name: str) -> np.dtype:
+    """The dtype a variable named ``name`` of ``dtype`` (a numpy dtype, a :class:`DType` or a
+    TF name) has: float32, float64, int32 or int64 (int32 is stored on the ps as int64, see
+    :func:`wire_dtype`; the variable keeps int32 as its ``dtype``, as TF accepts int32 global
+    steps).
+
+    Raises:
+        TypeError: not a dtype, or a dtype variables cannot have.
+    """
+    try:
+        dt = dtype.dtype if isinstance(dtype, DType) else np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"dtype {dtype!r} of variable '{name}' is not a numpy dtype") from e
+    if dt not in VARIABLE_DTYPES:
+        shown = "string" if dt == np.object_ else dt.name
+        raise TypeError(f"dtype {shown} not supported for variable '{name}'; expected "
+                        f"float32, float64, int32 or int64")
+    return dt
+
+
+def wire_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype a ps task stores and sends values of a variable of dtype ``dt`` in (int64 for
+    int32: the core's integers are int64)."""
+    return np.dtype(np.int64) if dt == np.int32 else np.dtype(dt)
+

@@ -48,24 +48,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from psrt.framework import dtypes as _dtypes
 from psrt.framework import errors
-from psrt.ops import variables as _variables
-from psrt.ops.variables import Graph, PartitionedVariable, Variable
-
-# TF's names of the dtypes, as its error messages print them ("with dtype float").
-_TF_DTYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
-
-
-def _as_np_dtype(dtype: Any) -> np.dtype | None:
-    """A numpy dtype from a numpy dtype, a type, a name, or a TF-style DType (anything
-    with ``as_numpy_dtype``); None stays None (unknown)."""
-    if dtype is None:
-        return None
-    dtype = getattr(dtype, "as_numpy_dtype", dtype)
-    try:
-        return np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{dtype!r} is not a dtype (e.g. numpy.float32)") from None
+from psrt.framework.ops import Graph, VariableBase, get_default_graph
 
 
 def _shape_str(shape: tuple[int | None, ...] | None) -> str:
@@ -121,59 +106,15 @@ class Node:
         return f"<psrt op '{self.name}' type={self.type}>"
 
 
-class Tensor:
-    """A value computed in a run, as ``tf.Tensor``: a placeholder's feed or the output of a
-    Python function of other tensors, variables and constants.
+class TensorOperators:
+    """Python's arithmetic operators as differentiable graph ops, for :class:`Tensor` and for
+    ``psrt.Variable`` (as TF1's: a variable converts to the tensor of its value, so ``w * 2.0``,
+    ``2.0 * w``, ``-w``, ``w ** 2`` and ``x @ w`` build tensors)."""
 
-    ``Session.run(tensor, feed_dict)`` returns its value (a numpy array or scalar). Tensors
-    combine with ``+ - * / @ **``, unary ``-`` and indexing into new tensors, so
-    ``psrt.placeholder(...) @ W + b`` reads as in TF (those ops are differentiable).
-
-    Attributes:
-        op: The :class:`Node` computing it.
-        value_index: Its position among the op's outputs.
-        dtype: numpy dtype, or None (not declared).
-        shape: tuple of int or None per dimension, or None (unknown rank).
-    """
-
-    __slots__ = ("op", "value_index", "dtype", "shape", "_plans", "__weakref__")
+    __slots__ = ()
 
     # numpy defers its binary operators to ours (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
-
-    def __init__(self, op: Node, value_index: int, dtype: np.dtype | None,
-                 shape: tuple[int | None, ...] | None) -> None:
-        self.op = op
-        self.value_index = value_index
-        self.dtype = dtype
-        self.shape = shape
-        self._plans: dict[Any, Any] = {}
-
-    @property
-    def name(self) -> str:
-        """``"<op name>:<index>"``, as TF's tensor names (e.g. ``"x:0"``)."""
-        return f"{self.op.name}:{self.value_index}"
-
-    @property
-    def graph(self) -> Graph:
-        """The :class:`psrt.Graph` it belongs to."""
-        return self.op.graph
-
-    def get_shape(self) -> tuple[int | None, ...] | None:
-        """The declared shape (None entries: any size; None: unknown rank)."""
-        return self.shape
-
-    def eval(self, feed_dict: dict[Any, Any] | None = None, session: Any = None) -> Any:
-        """``session.run(self, feed_dict)``, as ``tf.Tensor.eval``.
-
-        Raises:
-            ValueError: no ``session`` (psrt has no default session).
-        """
-        if session is None:
-            raise ValueError("psrt has no default session: pass session=")
-        return session.run(self, feed_dict=feed_dict)
-
-    # ---- operators: differentiable numpy ops as new tensors ------------------------------
 
     def _binary(self, other: Any, fn: Callable[[Any, Any], Any], sym: str,
                 reverse: bool = False) -> "Tensor":
@@ -219,6 +160,56 @@ class Tensor:
         t = py_func(_ops.neg, [self], None, name=_op_name("Neg"))
         t.op.vjp = _neg_vjp
         return t
+
+
+class Tensor(TensorOperators):
+    """A value computed in a run, as ``tf.Tensor``: a placeholder's feed or the output of a
+    Python function of other tensors, variables and constants.
+
+    ``Session.run(tensor, feed_dict)`` returns its value (a numpy array or scalar). Tensors
+    combine with ``+ - * / @ **``, unary ``-`` and indexing into new tensors, so
+    ``psrt.placeholder(...) @ W + b`` reads as in TF (those ops are differentiable).
+
+    Attributes:
+        op: The :class:`Node` computing it.
+        value_index: Its position among the op's outputs.
+        dtype: numpy dtype, or None (not declared).
+        shape: tuple of int or None per dimension, or None (unknown rank).
+    """
+
+    __slots__ = ("op", "value_index", "dtype", "shape", "_plans", "__weakref__")
+
+    def __init__(self, op: Node, value_index: int, dtype: np.dtype | None,
+                 shape: tuple[int | None, ...] | None) -> None:
+        self.op = op
+        self.value_index = value_index
+        self.dtype = dtype
+        self.shape = shape
+        self._plans: dict[Any, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """``"<op name>:<index>"``, as TF's tensor names (e.g. ``"x:0"``)."""
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> Graph:
+        """The :class:`psrt.Graph` it belongs to."""
+        return self.op.graph
+
+    def get_shape(self) -> tuple[int | None, ...] | None:
+        """The declared shape (None entries: any size; None: unknown rank)."""
+        return self.shape
+
+    def eval(self, feed_dict: dict[Any, Any] | None = None, session: Any = None) -> Any:
+        """``session.run(self, feed_dict)``, as ``tf.Tensor.eval``.
+
+        Raises:
+            ValueError: no ``session`` (psrt has no default session).
+        """
+        if session is None:
+            raise ValueError("psrt has no default session: pass session=")
+        return session.run(self, feed_dict=feed_dict)
 
     def __getitem__(self, key: Any) -> "Tensor":
         return py_func(lambda v: v[key], [self], None, name=_op_name("strided_slice"))
@@ -311,7 +302,7 @@ _OPERATOR_VJPS: dict[str, Callable[..., Any]] = {
 
 
 def _graph() -> Graph:
-    return _variables.get_default_graph()
+    return get_default_graph()
 
 
 def _op_name(base: str) -> str:
@@ -360,7 +351,7 @@ def placeholder(dtype: Any, shape: Sequence[int | None] | None = None,
     Raises:
         TypeError: ``dtype`` is not a dtype.
     """
-    dt = _as_np_dtype(dtype)
+    dt = _dtypes.as_numpy_dtype(dtype)
     shp = None if shape is None else tuple(None if d is None or d == -1 else int(d)
                                            for d in shape)
     graph = _graph()
@@ -411,7 +402,7 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any = None,
     if not callable(func):
         raise TypeError(f"py_func: func must be callable; got {func!r}")
     single = not isinstance(Tout, (list, tuple))
-    dtypes = [_as_np_dtype(Tout)] if single else [_as_np_dtype(d) for d in Tout]
+    dtypes = [_dtypes.as_numpy_dtype(Tout)] if single else [_dtypes.as_numpy_dtype(d) for d in Tout]
     graph = _graph()
     inputs = list(inp)
     for x in inputs:
@@ -450,7 +441,7 @@ def function(func: Callable[..., Any] | None = None, *, Tout: Any = None,
 
 
 def _is_graph_value(x: Any) -> bool:
-    return isinstance(x, (Tensor, Variable, PartitionedVariable))
+    return isinstance(x, (Tensor, VariableBase))
 
 
 class RunInput:
@@ -562,7 +553,7 @@ class Plan:
                 if isinstance(x, Tensor):
                     if id(x.op) not in seen:
                         stack.append((x.op, False))
-                elif isinstance(x, (Variable, PartitionedVariable)) and id(x) not in seen_vars:
+                elif isinstance(x, VariableBase) and id(x) not in seen_vars:
                     seen_vars.add(id(x))
                     self.variables.append(x)
                 elif isinstance(x, RunInput):
@@ -593,7 +584,7 @@ def plan_for(targets: Sequence[Tensor], feeds: dict[str, Any]) -> Plan:
 def missing_feed(p: Tensor) -> errors.InvalidArgumentError:
     """TF's error for an unfed placeholder (``tensorflow/core/kernels/placeholder_op.cc``)."""
     dt = p.dtype
-    dname = _TF_DTYPE_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
+    dname = _dtypes.TF_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
     shape = "" if p.shape is None else f" and shape {_shape_str(p.shape)}"
     return errors.InvalidArgumentError(
         None, None, f"You must feed a value for placeholder tensor '{p.op.name}' with dtype "
@@ -660,7 +651,7 @@ def evaluate(plan: Plan, var_values: dict[int, Any], feeds: dict[str, Any],
         for x in node.inputs:
             if isinstance(x, Tensor):
                 args.append(memo[id(x)])
-            elif isinstance(x, (Variable, PartitionedVariable, RunInput)):
+            elif isinstance(x, (VariableBase, RunInput)):
                 args.append(var_values[id(x)])
             else:
                 args.append(x)
@@ -887,14 +878,3 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
             out.append(g if g.dtype == v.dtype and g.flags.c_contiguous
                        else np.require(g, v.dtype, "C"))
     return value, out
-
-
-# ---- operators on variables -------------------------------------------------------------------
-# As TF1's (a tf.Variable converts to the tensor of its value): ``w * 2.0``, ``2.0 * w``,
-# ``-w``, ``w ** 2``, ``x @ w`` build tensors of the variable's value, differentiated like
-# the tensors' operators. ``__array_ufunc__ = None`` makes ``np.float32(2) * w`` use them too.
-Variable._binary = Tensor._binary  # type: ignore[attr-defined]
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-              "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__", "__neg__"):
-    setattr(Variable, _name, getattr(Tensor, _name))
-Variable.__array_ufunc__ = None  # type: ignore[attr-defined]

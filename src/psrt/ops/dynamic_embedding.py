@@ -47,10 +47,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from psrt.framework import errors
 from psrt.framework import device as _placement
-from psrt.training.basic_session_run_hooks import SessionRunHook
+from psrt.framework import errors
 from psrt.ops.variables import GLOBAL_VARIABLES, Variable, get_default_graph
+from psrt.training.basic_session_run_hooks import SessionRunHook
 
 __all__ = ["DynamicEmbeddingVariable", "EvictionHook", "embedding_lookup", "get_variable"]
 
@@ -470,7 +470,7 @@ class EvictionHook(SessionRunHook):
 
     def begin(self) -> None:
         """Finds the global step (RuntimeError without one, as TF's step-based hooks)."""
-        from psrt.ops.variables import get_global_step  # noqa: PLC0415
+        from psrt.training.training_util import get_global_step  # noqa: PLC0415
 
         self._global_step = get_global_step()
         if self._global_step is None:

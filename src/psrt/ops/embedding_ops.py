@@ -26,10 +26,10 @@ import numpy as np
 
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
-from psrt.framework.tensor import RunInput, Tensor
-from psrt.training.optimizer import IndexedSlices
 from psrt.framework.sparse_tensor import SparseTensor
+from psrt.framework.tensor import RunInput, Tensor
 from psrt.ops.variables import PartitionedVariable, Variable
+from psrt.training.optimizer import IndexedSlices
 
 _STRATEGIES = ("mod", "div")
 # A lookup whose parts hold at most this many rows in all (or 16 per id) finds its distinct
@@ -678,7 +678,6 @@ class _Combine:
         self.__name__ = "embedding_lookup_sparse"
 
     def __call__(self, emb: Any, indices: Any, *rest: Any) -> Any:
-        import autograd.numpy as anp  # noqa: PLC0415
 
         indices = np.asarray(indices, np.int64)
         seg = indices[:, 0] if indices.size else np.zeros(0, np.int64)

@@ -38,10 +38,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from psrt.ops import embedding_ops as _emb
 from psrt.framework import tensor as _graph
-from psrt.ops import variables as _variables
 from psrt.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from psrt.ops import embedding_ops as _emb
+from psrt.ops import variable_scope as _vs
+from psrt.ops import variables as _variables
 
 _DEFAULT_HASH_KEY = 0xDECAFCAFFE
 _K_MUL = np.uint64(0x9DDFEA08EB382D69)
@@ -649,13 +650,13 @@ def input_layer(features: dict[str, Any], feature_columns: Sequence[Any],
             embedding_column around it), or a feature a column needs is missing.
     """
     parts = []
-    with _variables.variable_scope(None, default_name="input_layer"):
+    with _vs.variable_scope(None, default_name="input_layer"):
         for col in _sorted(feature_columns):
             if isinstance(col, NumericColumn):
                 parts.append(_dense_tensor(col, features))
             elif isinstance(col, EmbeddingColumn):
-                with _variables.variable_scope(None, default_name=col.name):
-                    weights = _variables.get_variable(
+                with _vs.variable_scope(None, default_name=col.name):
+                    weights = _vs.get_variable(
                         "embedding_weights", [col.categorical_column.num_buckets,
                                               col.dimension], np.float32,
                         initializer=col.initializer, trainable=trainable and col.trainable,
@@ -709,7 +710,7 @@ def linear_model(features: dict[str, Any], feature_columns: Sequence[Any], units
                          f"{sparse_combiner!r}")
     terms = []
     zeros = _variables.zeros_initializer()
-    with _variables.variable_scope(None, default_name="linear_model"):
+    with _vs.variable_scope(None, default_name="linear_model"):
         for col in _sorted(feature_columns):
             if isinstance(col, NumericColumn):
                 rows = math.prod(col.shape)
@@ -718,8 +719,8 @@ def linear_model(features: dict[str, Any], feature_columns: Sequence[Any], units
             else:
                 raise ValueError(f"linear_model takes numeric and categorical columns; got "
                                  f"{col!r}")
-            with _variables.variable_scope(None, default_name=col.name):
-                weights = _variables.get_variable(
+            with _vs.variable_scope(None, default_name=col.name):
+                weights = _vs.get_variable(
                     "weights", [rows, units], np.float32, initializer=zeros,
                     trainable=trainable, collections=weight_collections)
             if cols_to_vars is not None:
@@ -733,7 +734,7 @@ def linear_model(features: dict[str, Any], feature_columns: Sequence[Any], units
                 terms.append(_emb.safe_embedding_lookup_sparse(
                     weights, col._sparse_tensor(features), None, combiner=sparse_combiner,
                     name=f"{col.name}/weighted_sum"))
-        bias = _variables.get_variable("bias_weights", [units], np.float32, initializer=zeros,
+        bias = _vs.get_variable("bias_weights", [units], np.float32, initializer=zeros,
                                        trainable=trainable, collections=weight_collections)
         if cols_to_vars is not None:
             cols_to_vars["bias"] = [bias]

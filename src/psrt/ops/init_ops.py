@@ -30,6 +30,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from psrt.framework import dtypes as _dtypes
+from psrt.framework.random_seed import get_seed
+
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
     "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal",
@@ -219,8 +222,6 @@ def _resolve_seed(op_seed: int | None) -> int:
     """The 64-bit seed of a random initializer created now, from TF's ``get_seed``:
     ``graph_seed << 32 | op_seed`` (each reduced modulo 2**31 - 1, as TF's), or a random one
     drawn on this worker when neither the graph nor the initializer has a seed."""
-    from psrt.ops.variables import get_seed  # noqa: PLC0415 (variables imports this module)
-
     graph_seed, seed = get_seed(op_seed)
     if graph_seed is None or seed is None:
         return int.from_bytes(os.urandom(8), "little")
@@ -237,8 +238,6 @@ def _as_float_dtype(dtype: Any) -> np.dtype:
 
 
 def _np_dtype(dtype: Any) -> np.dtype:
-    from psrt.framework import dtypes as _dtypes  # noqa: PLC0415
-
     return dtype.dtype if isinstance(dtype, _dtypes.DType) else np.dtype(dtype)
 
 

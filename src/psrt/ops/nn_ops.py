@@ -15,15 +15,8 @@ import numpy as np
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
 
-
 # TF1's tf.nn embedding names (psrt/embedding_ops.py): Variables, PartitionedVariables and
 # lists of variables, ids fed per run, row-sparse gradients.
-from psrt.ops.embedding_ops import (  # noqa: E402
-    embedding_lookup,
-    embedding_lookup_sparse,
-    safe_embedding_lookup_sparse,
-)
-
 
 # ---- fused ops with hand-written gradients ---------------------------------------------------
 #

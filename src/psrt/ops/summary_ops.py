@@ -74,8 +74,8 @@ import numpy as np
 
 from psrt.framework import errors
 from psrt.ops import variables as _variables
-from psrt.training.optimizer import SlotVariable, TrainOp
 from psrt.ops.variables import Operation, PartitionedVariable, Variable
+from psrt.training.optimizer import SlotVariable, TrainOp
 
 _logger = logging.getLogger("psrt")
 

@@ -30,12 +30,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt.ops import embedding_ops as _embedding
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
 from psrt.framework.tensor import Tensor
-from psrt.training.optimizer import IndexedSlices, SlotVariable, TrainOp
+from psrt.ops import embedding_ops as _embedding
 from psrt.ops.variables import Operation, PartitionedVariable, Variable
+from psrt.training.optimizer import IndexedSlices, SlotVariable, TrainOp
 
 _logger = logging.getLogger("psrt")
 
@@ -211,7 +211,7 @@ class Executor:
                 scalars.append(i)
             slot, target = (leaf.index + 1, leaf.primary) if isinstance(leaf, SlotVariable) \
                 else (0, leaf)
-            out = np.empty(target.shape, _wire(target))
+            out = np.empty(target.shape, _wire_dtype_of(target))
             parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
                 else [target]
             hl, ol = batches.setdefault(slot, ([], []))
@@ -239,7 +239,7 @@ class Executor:
             return None
         if op.type in ("assign", "assign_add"):
             (v,) = op.variables
-            value = np.array(np.broadcast_to(np.asarray(op.value, _wire(v)), v.shape), order="C")
+            value = np.array(np.broadcast_to(np.asarray(op.value, _wire_dtype_of(v)), v.shape), order="C")
             h = self._handle(v)
             if op.type == "assign":
                 self._client.assign([h], [value], 0)
@@ -287,7 +287,7 @@ class Executor:
             seen.add(id(v))
             buf = self._cache.get(id(v))
             if buf is None:
-                buf = np.empty(v.shape, _wire(v))
+                buf = np.empty(v.shape, _wire_dtype_of(v))
                 view = buf.view()
                 view.setflags(write=False)
                 self._cache[id(v)] = buf
@@ -450,7 +450,7 @@ class Executor:
                                      [idx for _, _, idx in sparse],
                                      [g.values for _, g, _ in sparse])
             if float_step:
-                self._client.assign_add([self._handle(gs)], [np.ones((), _wire(gs))])
+                self._client.assign_add([self._handle(gs)], [np.ones((), _wire_dtype_of(gs))])
                 self._invalidate([gs])
         except Exception:
             self._invalidate(var_list)
@@ -783,11 +783,6 @@ def _is_int_scalar(v: Any) -> bool:
     return isinstance(v, Variable) and v.dtype.kind == "i" and v.shape == ()
 
 
-def _wire(v: Any) -> np.dtype:
-    """The dtype of ``v``'s values on the ps (int64 for an int32 variable)."""
-    return getattr(v, "_wire_dtype", v.dtype)
-
-
 def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
     """Row ranges of ``arr`` for each part of ``v`` (one view for a plain variable); axis-0
     slices of a C-contiguous array are C-contiguous, so no copy is made."""
@@ -821,3 +816,9 @@ def _feeds_by_name(feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
             raise TypeError(f"feed_dict key {k!r} must be a name (str) or have a .name")
         out[name[:-2] if name.endswith(":0") else name] = val
     return out
+
+
+def _wire_dtype_of(v: Any) -> np.dtype:
+    """The dtype of ``v``'s values on the ps (a variable's or slot's ``_wire_dtype``)."""
+    return getattr(v, "_wire_dtype", v.dtype)
+

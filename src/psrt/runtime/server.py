@@ -15,9 +15,9 @@ import weakref
 from typing import Any
 
 from psrt import _core
-from psrt.runtime import auth as _auth
-from psrt.framework import errors
 from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.framework import errors
+from psrt.runtime import auth as _auth
 
 _logger = logging.getLogger("psrt")
 _targets: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()

@@ -18,13 +18,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from psrt import _core
+from psrt.framework import dtypes as _dtypes
+from psrt.framework import errors
+from psrt.framework.device import DeviceSpec
+from psrt.ops import dynamic_embedding as _de
+from psrt.ops.variables import Graph, PartitionedVariable, Variable, get_default_graph
 from psrt.runtime import auth as _auth
 from psrt.runtime import malloc as _malloc
-from psrt.framework import errors
-from psrt.ops import dynamic_embedding as _de
-from psrt.runtime.executor import Executor, _part_views, _wire
-from psrt.framework.device import DeviceSpec
-from psrt.ops.variables import Graph, PartitionedVariable, Variable, get_default_graph
+from psrt.runtime.executor import Executor, _part_views, _wire_dtype_of
 
 _logger = logging.getLogger("psrt")
 
@@ -33,8 +34,6 @@ _logger = logging.getLogger("psrt")
 _CONNECT_FIRST_LOG_SECS = 2.0
 _CONNECT_LOG_SECS = 10.0
 
-_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
-                np.dtype(np.int64): "int64"}
 
 
 class ConfigProto:
@@ -310,7 +309,7 @@ class Session(Executor):
             if table_params is not None:  # a dynamic table's shard: its spec always travels
                 hyper = {**hyper, **table_params(init)}
                 value = v._ps_initial_value()
-            entries.append((self._shard_for(v), v.name, _DTYPE_NAMES[_wire(v)], v.shape, kernel,
+            entries.append((self._shard_for(v), v.name, _dtypes.WIRE_NAMES[_wire_dtype_of(v)], v.shape, kernel,
                             hyper, value))
             owners.append(v)
         if entries:
@@ -415,7 +414,7 @@ class Session(Executor):
                     else (2,)
                 out[name] = (shape, np.dtype(np.float64))
             else:
-                out[name] = (tuple(v.shape), np.dtype(_wire(v)))
+                out[name] = (tuple(v.shape), np.dtype(_wire_dtype_of(v)))
         for table in _de.tables_of(variables):
             out.update(_de.expected_state(table))
         return out

@@ -60,13 +60,7 @@ from psrt.training.coordinator import Coordinator
 from psrt.framework.protos import ServerDef
 from psrt.training.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
 from psrt.runtime.server import Server
-from psrt.ops.variables import (
-    assert_global_step,
-    create_global_step,
-    get_global_step,
-    get_or_create_global_step,
-    global_step,
-)
+from psrt.training.training_util import assert_global_step, create_global_step, get_global_step, get_or_create_global_step, global_step
 
 # -- TF1's other optimizers, learning-rate schedules, moving averages (issue 13 item 4, "opt")
 from psrt.training.optimizer import (

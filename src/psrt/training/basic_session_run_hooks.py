@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import numpy as np
 
 from psrt.framework import errors
+from psrt.training import training_util
 
 _logger = logging.getLogger("psrt")
 
@@ -339,9 +340,7 @@ def _global_step_for(hook_name: str):
     Raises:
         RuntimeError: No global step was created (``psrt.train.get_or_create_global_step``).
     """
-    from psrt.ops import variables  # lazy: variables imports much of psrt
-
-    global_step = variables.get_global_step()
+    global_step = training_util.get_global_step()
     if global_step is None:
         raise RuntimeError("Global step should be created to use %s." % hook_name)
     return global_step
@@ -686,7 +685,9 @@ class CheckpointSaverHook(SessionRunHook):
             return self._saver
         if self._scaffold is not None and getattr(self._scaffold, "saver", None) is not None:
             return self._scaffold.saver
-        from psrt.checkpoint import saver as checkpoint  # lazy: checkpoint imports the session layer
+        from psrt.checkpoint import (
+            saver as checkpoint,  # lazy: checkpoint imports the session layer
+        )
 
         default = getattr(checkpoint, "_get_saver_or_default", None)
         self._saver = default() if default is not None else checkpoint.Saver()

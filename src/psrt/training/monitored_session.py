@@ -25,14 +25,15 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
-from psrt.runtime import threads as _threads
 from psrt.checkpoint import saver as _checkpoint
 from psrt.framework import errors
-from psrt.training import basic_session_run_hooks as _hooks
 from psrt.ops import variables as _variables
+from psrt.runtime import threads as _threads
+from psrt.runtime.session import Session
+from psrt.training import basic_session_run_hooks as _hooks
+from psrt.training import training_util
 from psrt.training.coordinator import Coordinator
 from psrt.training.queue_runner import start_queue_runners
-from psrt.runtime.session import ConfigProto, Session
 
 _logger = logging.getLogger("psrt")
 
@@ -827,7 +828,7 @@ class Supervisor:
                     _variables.get_default_graph().add_to_collection(summary.SUMMARY_OP,
                                                                      summary_op)
         self._summary_op = summary_op
-        self._global_step = (_variables.get_global_step() if global_step is
+        self._global_step = (training_util.get_global_step() if global_step is
                              Supervisor.USE_DEFAULT else global_step)
         self._save_model_secs = save_model_secs
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
@@ -920,7 +921,7 @@ class Supervisor:
         writer = self._summary_writer
         if self._global_step is not None and writer is not None:
             writer.add_session_log(_hooks._session_log("START"),
-                                   _variables.global_step(sess, self._global_step))
+                                   training_util.global_step(sess, self._global_step))
         started = []
         if self._save_summaries_secs and self._save_summaries_secs > 0 and writer is not None:
             if self._summary_op is not None:
@@ -982,7 +983,7 @@ class Supervisor:
                 if self._summary_writer is not None and self._global_step is not None:
                     self._summary_writer.add_session_log(
                         _hooks._session_log("CHECKPOINT", checkpoint_path=self._save_path),
-                        _variables.global_step(sess, self._global_step))
+                        training_util.global_step(sess, self._global_step))
             except errors.OpError as e:
                 _logger.warning("Supervisor checkpoint failed: %s", e)
 
@@ -1066,7 +1067,7 @@ class Supervisor:
         if self._summary_writer is None:
             raise RuntimeError("Writing a summary requires a summary writer.")
         if global_step is None and self._global_step is not None:
-            global_step = _variables.global_step(sess, self._global_step)
+            global_step = training_util.global_step(sess, self._global_step)
         self._summary_writer.add_summary(summary, global_step)
 
     @contextlib.contextmanager
@@ -1132,12 +1133,12 @@ class _StepCounter:
     def start(self) -> None:
         """Records the starting global step and time (as TF's SVStepCounterThread)."""
         self._last_time = time.monotonic()
-        self._last_step = _variables.global_step(self._sess, self._sv.global_step)
+        self._last_step = training_util.global_step(self._sess, self._sv.global_step)
 
     def run(self) -> None:
         """Writes ``global_step/sec`` since the last call to the summary writer (and logs it),
         as TF's SVStepCounterThread.run_loop."""
-        step = _variables.global_step(self._sess, self._sv.global_step)
+        step = training_util.global_step(self._sess, self._sv.global_step)
         now = time.monotonic()
         elapsed = now - self._last_time
         steps_per_sec = (step - self._last_step) / elapsed if elapsed > 0 else float("inf")

@@ -22,11 +22,13 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from psrt.ops import variables as _variables
-from psrt.framework.tensor import Tensor, custom_gradient, py_func
-from psrt.training.optimizer import GradientDescentOptimizer, TrainOp
+from psrt.framework import ops as _ops
 from psrt.framework.device import device as _device
-from psrt.ops.variables import GraphKeys, PartitionedVariable, Variable
+from psrt.framework.ops import GraphKeys
+from psrt.framework.tensor import Tensor, custom_gradient, py_func
+from psrt.ops import variables as _variables
+from psrt.ops.variables import PartitionedVariable, Variable
+from psrt.training.optimizer import GradientDescentOptimizer, TrainOp
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -153,8 +155,8 @@ class ExponentialMovingAverage:
             self._averages[id(v)] = shadow
             self._optimizer._bind(shadow)
             shadows.append(shadow)
-            if v not in _variables.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES):
-                _variables.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, v)
+            if v not in _ops.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES):
+                _ops.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, v)
         n = len(parts)
 
         @custom_gradient
@@ -200,7 +202,7 @@ class ExponentialMovingAverage:
         """
         if moving_avg_variables is None:
             moving_avg_variables = list(_variables.trainable_variables()) + list(
-                _variables.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES))
+                _ops.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES))
         averaged = list(dict.fromkeys(_parts(moving_avg_variables)))
         name_map: dict[str, Any] = {self.average_name(v): v for v in averaged}
         names = {v.name for v in averaged}

@@ -17,10 +17,11 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from psrt.framework import errors
-from psrt.ops import variables as _variables
 from psrt.framework.tensor import Plan, Tensor
-from psrt.training.basic_session_run_hooks import SessionRunArgs, SessionRunHook
+from psrt.ops import variables as _variables
 from psrt.ops.variables import Operation, PartitionedVariable, Variable
+from psrt.training import training_util
+from psrt.training.basic_session_run_hooks import SessionRunArgs, SessionRunHook
 
 _logger = logging.getLogger("psrt")
 
@@ -355,7 +356,7 @@ def _check_step(global_step: Any) -> None:
         if global_step.shape != ():
             raise TypeError(f'Existing "global_step" is not scalar: {global_step.shape}')
         return
-    _variables.assert_global_step(global_step)
+    training_util.assert_global_step(global_step)
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -920,7 +921,7 @@ class SyncReplicasOptimizer(Optimizer):
             raise ValueError("Must supply at least one variable")
         if global_step is None:
             raise ValueError("Global step is required to check staleness")
-        _variables.assert_global_step(global_step)
+        training_util.assert_global_step(global_step)
         train_op = self._opt.apply_gradients(pairs, global_step, name or self._name)
         sync = (self._replicas_to_aggregate, self._total_num_replicas)
         marked = list(train_op.variables) + [global_step]

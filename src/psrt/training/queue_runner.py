@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from psrt.framework import errors
+from psrt.framework import ops as _ops
 from psrt.ops import variables as _variables
 from psrt.training.coordinator import Coordinator
 
@@ -319,14 +320,14 @@ class QueueRunner:
 
 
 def add_queue_runner(qr: QueueRunner,
-                     collection: str = _variables.GraphKeys.QUEUE_RUNNERS) -> None:
+                     collection: str = _ops.GraphKeys.QUEUE_RUNNERS) -> None:
     """Adds ``qr`` to the graph collection ``collection`` (default ``QUEUE_RUNNERS``)."""
     _variables.get_default_graph().add_to_collection(collection, qr)
 
 
 def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
                         daemon: bool = True, start: bool = True,
-                        collection: str = _variables.GraphKeys.QUEUE_RUNNERS
+                        collection: str = _ops.GraphKeys.QUEUE_RUNNERS
                         ) -> list[threading.Thread]:
     """Starts the threads of every QueueRunner in ``collection``, as TF; returns them.
 
