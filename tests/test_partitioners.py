@@ -13,11 +13,8 @@ import pytest
 
 import psrt
 from psrt.ops import embedding_ops as eo
-from psrt.ops.partitioned_variables import (
-    fixed_size_partitioner,
-    min_max_variable_partitioner,
-    variable_axis_size_partitioner,
-)
+from psrt.ops.partitioned_variables import fixed_size_partitioner
+from psrt.ops.partitioned_variables import min_max_variable_partitioner, variable_axis_size_partitioner
 
 from _cluster import fresh_graph, prefix, shared_ps2, worker  # noqa: F401
 

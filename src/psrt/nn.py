@@ -1,9 +1,28 @@
 """The ``tf.nn`` namespace: re-exports only (the ops live in ``psrt/ops/``)."""
 
 from psrt.framework import missing as _missing
-
-from psrt.ops.nn_ops import bias_add, l2_loss, log_softmax, matmul, reduce_mean, reduce_sum, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax, softmax_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits, tanh, xw_plus_b
-from psrt.ops.embedding_ops import embedding_lookup, embedding_lookup_sparse, safe_embedding_lookup_sparse
+from psrt.ops.embedding_ops import (
+    embedding_lookup,
+    embedding_lookup_sparse,
+    safe_embedding_lookup_sparse,
+)
+from psrt.ops.nn_ops import (
+    bias_add,
+    l2_loss,
+    log_softmax,
+    matmul,
+    reduce_mean,
+    reduce_sum,
+    relu,
+    sigmoid,
+    sigmoid_cross_entropy_with_logits,
+    softmax,
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+    tanh,
+    xw_plus_b,
+)
 
 __all__ = [
     "bias_add",

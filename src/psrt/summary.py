@@ -1,9 +1,6 @@
 """The ``tf.summary`` namespace: re-exports only (the ops live in ``psrt/ops/summary_ops.py``)."""
 
 from psrt.ops.summary_ops import (
-    proto_attribute as _proto_attribute,
-    FileWriter,
-    FileWriterCache,
     SUMMARIES,
     SUMMARY_OP,
     histogram,
@@ -12,6 +9,10 @@ from psrt.ops.summary_ops import (
     scalar,
     text,
 )
+from psrt.ops.summary_ops import (
+    proto_attribute as _proto_attribute,
+)
+from psrt.ops.summary_writer import FileWriter, FileWriterCache
 
 __all__ = [
     "FileWriter",
@@ -24,6 +25,7 @@ __all__ = [
     "scalar",
     "text",
 ]
+
 
 def __getattr__(name: str) -> object:
     """TF1's summary protocol buffers (``psrt.summary.Summary``, ``Event``, ``SessionLog`` ...),

@@ -1,4 +1,5 @@
-"""Graphs, collections and ops: what a TF1 script's graph records, as tensorflow/python/framework/ops.py.
+"""Graphs, collections and ops: what a TF1 script's graph records, as
+tensorflow/python/framework/ops.py.
 
 psrt has no dataflow graph: a :class:`Graph` is the ordered record of the variables, ops and
 collections a script creates, with TF's unique-name and name-scope rules. Value types every

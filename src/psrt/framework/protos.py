@@ -88,3 +88,89 @@ class ServerDef(_Message):
         super().__init__(**kwargs)
         _logger.debug("ServerDef(job_name=%r, task_index=%r) ignored: pass its cluster, job "
                       "and task to psrt.train.Server", self.job_name, self.task_index)
+
+
+class ConfigProto:
+    """Session options (the part of ``tf.ConfigProto`` psrt uses).
+
+    Args:
+        operation_timeout_in_ms: Deadline of one ``run`` round trip, in milliseconds; 0 or
+            negative: none (TF's default). A ps task that stops answering then fails the run
+            with DeadlineExceededError.
+        connect_timeout_secs: How long a new session waits for its ps tasks to accept
+            connections, in seconds (default 300). Past it: UnavailableError naming the task.
+        cluster_def: The cluster (a ClusterSpec or its dict), as TF's
+            ``ConfigProto.cluster_def``: lets a process without a Server of its own reach
+            every task its variables are placed on.
+        sync_timeout_secs: psrt only. How long one run of a ``SyncReplicasOptimizer`` train
+            op waits for the other replicas' gradients to complete its step, in seconds
+            (default 300; must be > 0). Past it the run raises DeadlineExceededError naming
+            the step, the missing gradients, the variable and its ps task. A positive
+            ``operation_timeout_in_ms`` takes precedence.
+        heartbeat_timeout_secs: psrt only (as ps-lite's and gloo's heartbeats; TF1 has none).
+            A session pings each ps task over a second connection; one that leaves a ping
+            unanswered this long (a stopped or hung process, a vanished host) fails the
+            pending run with UnavailableError naming ``/job:ps/task:K`` and its address, which
+            MonitoredTrainingSession recovers from like a lost ps task. Default 20 s; 0
+            disables it. Long pushes and synchronous waits never count as silence.
+        auth_secret: psrt only. The job's shared secret (str or bytes) for sessions and
+            servers made with this config; default: ``PSRT_AUTH_SECRET``, else the file named
+            by ``PSRT_AUTH_SECRET_FILE``, else none. With a secret, every connection proves
+            it knows it (HMAC-SHA256 challenge-response) before any request is served.
+        hello_timeout_secs, idle_timeout_secs, max_connections: psrt only, for servers made
+            with this config: a peer that has not completed HELLO (and authentication) within
+            ``hello_timeout_secs`` (default 10) is closed; a connection with no request for
+            ``idle_timeout_secs`` (default 600) whose task sends no heartbeat either is
+            closed; at most ``max_connections`` (default 1024) are served at once, and a
+            peer past it gets ResourceExhaustedError. 0 disables a limit.
+        max_inflight_bytes, chunk_bytes, stall_timeout_secs: psrt only, for servers made
+            with this config. A dense push, assign or initial value larger than
+            ``chunk_bytes`` (default 512 KiB: the smallest chunk at which a 4 MB push+apply
+            ran at >= 0.9x a raw socket in benchmarks/test_bench_transport.py; 4 MiB, BytePS's
+            partition size, left a single-chunk push unable to overlap its apply, 0.56-0.64x)
+            is read and applied chunk by chunk, each chunk whole, while the next one arrives,
+            so no frame limit caps a variable. All connections together hold at most
+            ``max_inflight_bytes`` (default 256 MiB: 512 chunks in flight) of received payload not yet applied; past it the ps stops reading its
+            sockets and senders wait, so its memory does not grow with the number of workers.
+            A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
+            (default 60) is dropped and its buffers freed.
+        device_filters, allow_soft_placement, log_device_placement, ...: accepted and
+            ignored, for TF compatibility.
+
+    Raises:
+        ValueError: ``sync_timeout_secs`` is not > 0, or a timeout or limit is negative.
+    """
+
+    def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
+                 cluster_def: Any = None, sync_timeout_secs: float = 300.0,
+                 heartbeat_timeout_secs: float = 20.0, auth_secret: str | bytes | None = None,
+                 hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
+                 max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
+                 chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
+                 **ignored: Any) -> None:
+        self.operation_timeout_in_ms = int(operation_timeout_in_ms)
+        self.cluster_def = cluster_def
+        self.connect_timeout_secs = float(connect_timeout_secs)
+        for name, value in (("heartbeat_timeout_secs", heartbeat_timeout_secs),
+                            ("hello_timeout_secs", hello_timeout_secs),
+                            ("idle_timeout_secs", idle_timeout_secs),
+                            ("max_connections", max_connections),
+                            ("stall_timeout_secs", stall_timeout_secs)):
+            if not float(value) >= 0:
+                raise ValueError(f"{name} must be >= 0 (0 disables it); got {value!r}")
+        self.heartbeat_timeout_secs = float(heartbeat_timeout_secs)
+        self.auth_secret = auth_secret
+        self.hello_timeout_secs = float(hello_timeout_secs)
+        self.idle_timeout_secs = float(idle_timeout_secs)
+        self.max_connections = int(max_connections)
+        for name, value in (("max_inflight_bytes", max_inflight_bytes),
+                            ("chunk_bytes", chunk_bytes)):
+            if not int(value) >= 4096:
+                raise ValueError(f"{name} must be at least 4096 bytes; got {value!r}")
+        self.max_inflight_bytes = int(max_inflight_bytes)
+        self.chunk_bytes = int(chunk_bytes)
+        self.stall_timeout_secs = float(stall_timeout_secs)
+        if not float(sync_timeout_secs) > 0:
+            raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
+        self.sync_timeout_secs = float(sync_timeout_secs)
+        self.ignored = ignored

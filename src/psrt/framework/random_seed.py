@@ -1,4 +1,5 @@
-"""Random seeds, as tensorflow/python/framework/random_seed.py: a graph-level seed and the op-level seeds derived from it."""
+"""Random seeds, as tensorflow/python/framework/random_seed.py: a graph-level seed and the
+op-level seeds derived from it."""
 
 from __future__ import annotations
 

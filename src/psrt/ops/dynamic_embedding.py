@@ -49,16 +49,15 @@ import numpy as np
 
 from psrt.framework import device as _placement
 from psrt.framework import errors
-from psrt.ops.variables import GLOBAL_VARIABLES, Variable, get_default_graph
-from psrt.training.basic_session_run_hooks import SessionRunHook
+from psrt.framework.ops import GLOBAL_VARIABLES, get_default_graph
+from psrt.ops.variables import Variable
 
-__all__ = ["DynamicEmbeddingVariable", "EvictionHook", "embedding_lookup", "get_variable"]
+__all__ = [
+    "DynamicEmbeddingVariable",
+    "get_variable",
+]
 
 _logger = logging.getLogger("psrt")
-
-# Rows per TABLE_EXPORT/TABLE_IMPORT frame: a page stays a few MB for rows of a few hundred
-# floats.
-_PAGE_ROWS = 16384
 
 
 def _default_num_shards() -> int:
@@ -101,6 +100,12 @@ class TableShard(Variable):
         table = self._table[0]
         return {"table": 1.0, "max_rows": float(table._shard_max_rows),
                 "initialize": 1.0 if init else 0.0}
+
+    def _ps_spec(self, init: bool) -> tuple[str, tuple[int, ...], str, dict[str, float], Any]:
+        """As a variable's, with the table's parameters; a table's row specification always
+        travels (a shard is created with it)."""
+        dtype, shape, kernel, hyper, _ = super()._ps_spec(False)
+        return dtype, shape, kernel, {**hyper, **self._table_params(init)}, self._ps_initial_value()
 
     def initial_value_array(self) -> np.ndarray:
         """A shard has no value to compute: always InvalidArgumentError."""
@@ -209,24 +214,6 @@ class DynamicEmbeddingVariable:
                 f"dim={self.dim} dtype={self._dtype.name} shards={self.num_shards}>")
 
 
-def raw_session(sess: Any) -> Any:
-    """The psrt Session under a MonitoredTrainingSession (or any wrapper keeping it as
-    ``_sess``), so table methods take what a training loop holds.
-
-    Raises:
-        RuntimeError: the monitored session is closed (it holds no session).
-    """
-    seen = 0
-    while not hasattr(sess, "_client") and seen < 8:
-        inner = getattr(sess, "_sess", None)
-        if inner is None:
-            raise RuntimeError(f"{type(sess).__name__} holds no open psrt Session (closed?); "
-                               f"pass the psrt.Session or an open MonitoredTrainingSession")
-        sess = inner
-        seen += 1
-    return sess
-
-
 def _row_spec(initializer: Any, row_shape: tuple[int, ...], dtype: np.dtype,
               name: str) -> dict[str, Any] | None:
     if initializer is None:
@@ -316,29 +303,7 @@ def _whole(value: Any, what: str) -> int:
         raise TypeError(f"{what} must be an integer; got {value!r}") from None
 
 
-def embedding_lookup(params: DynamicEmbeddingVariable, ids: Any, name: str | None = None,
-                     max_norm: Any = None) -> Any:
-    """The rows of ``ids`` in a dynamic table, as TRA's ``dynamic_embedding.embedding_lookup``:
-    a :class:`psrt.Tensor` of ``ids.shape + (dim,)``. Ids are any int64 (a placeholder fed
-    per run, or constants); each shard's distinct ids are pulled once per run, creating the
-    rows that do not exist yet. As a loss input, the rows' gradients are pushed to their
-    shards by ``minimize``.
-
-    Raises:
-        TypeError: ``params`` is not a DynamicEmbeddingVariable, or ids are not integers.
-        ResourceExhaustedError (at run): the lookup would take a shard past its max_rows.
-    """
-    if not isinstance(params, DynamicEmbeddingVariable):
-        raise TypeError(f"params must be a psrt.dynamic_embedding.DynamicEmbeddingVariable; "
-                        f"got {params!r} (use psrt.nn.embedding_lookup for variables)")
-    from psrt.ops import embedding_ops  # noqa: PLC0415 (embedding_ops imports graph machinery)
-
-    return embedding_ops.embedding_lookup(params, ids, partition_strategy="mod",
-                                          name=name or f"{params.name}/embedding_lookup",
-                                          max_norm=max_norm)
-
-
-# ---- checkpoints (the session's state protocol, psrt/checkpoint.py) -----------------------
+# ---- checkpoints (the session's state protocol, psrt/checkpoint/) -----------------------
 
 def tables_of(variables: Iterable[Any]) -> list[DynamicEmbeddingVariable]:
     """The distinct tables among ``variables`` (tables or their shards), in order."""
@@ -368,130 +333,19 @@ def expected_state(table: DynamicEmbeddingVariable) -> dict[str, tuple[tuple[int
     return out
 
 
-def read_state(sess: Any, table: DynamicEmbeddingVariable) -> dict[str, np.ndarray]:
-    """Every row of every shard, page by page (TABLE_EXPORT)."""
-    keys, counts, values = [], [], []
-    slots: list[list[np.ndarray]] = [[] for _ in _slot_names(table)]
-    for shard in table.shards:
-        handle = sess._handle(shard)
-        cursor = 0
-        while cursor != -1:
-            k, c, v, s, cursor = sess._client.table_export(handle, cursor, _PAGE_ROWS)
-            keys.append(k)
-            counts.append(c)
-            values.append(v)
-            for i, a in enumerate(s):
-                slots[i].append(a)
-    rows = (0,) + table.row_shape
-    out = {f"{table.name}-keys": np.concatenate(keys) if keys else np.zeros(0, np.int64),
-           f"{table.name}-counts": np.concatenate(counts) if counts else np.zeros(0, np.int64),
-           f"{table.name}-values": (np.concatenate(values) if values
-                                    else np.zeros(rows, table.dtype))}
-    for name, parts in zip(_slot_names(table), slots):
-        out[f"{table.name}/{name}-values"] = (np.concatenate(parts) if parts
-                                              else np.zeros(rows, table.dtype))
-    return out
-
-
-def write_state(sess: Any, table: DynamicEmbeddingVariable,
-                tensors: dict[str, np.ndarray]) -> None:
-    """Empties every shard, then writes each row into shard ``id % num_shards``
-    (TABLE_IMPORT): restores into any shard count.
+def raw_session(sess: Any) -> Any:
+    """The psrt Session under a MonitoredTrainingSession (or any wrapper keeping it as
+    ``_sess``), so table methods take what a training loop holds.
 
     Raises:
-        InvalidArgumentError: the arrays disagree in length or row shape.
-        ResourceExhaustedError: a shard's rows exceed its max_rows (that shard unchanged).
+        RuntimeError: the monitored session is closed (it holds no session).
     """
-    keys = np.ascontiguousarray(tensors[f"{table.name}-keys"], np.int64).reshape(-1)
-    counts = np.ascontiguousarray(tensors[f"{table.name}-counts"], np.int64).reshape(-1)
-    values = tensors[f"{table.name}-values"]
-    slot_arrays = [tensors[f"{table.name}/{s}-values"] for s in _slot_names(table)]
-    n = len(keys)
-    for what, arr in [("counts", counts), ("values", values)] + [
-            (s, a) for s, a in zip(_slot_names(table), slot_arrays)]:
-        if len(arr) != n or (arr is not counts and tuple(arr.shape[1:]) != table.row_shape):
-            raise errors.InvalidArgumentError(
-                None, None, f"checkpoint of table '{table.name}': {what} has shape "
-                f"{list(np.shape(arr))}; expected {n} rows of {list(table.row_shape)}")
-    shard = table.shard_of(keys)
-    if table._shard_max_rows:
-        # Every shard's limit before any shard is emptied: a refused restore changes nothing.
-        for k in range(table.num_shards):
-            distinct = len(np.unique(keys[shard == k]))
-            if distinct > table._shard_max_rows:
-                raise errors.ResourceExhaustedError(
-                    None, None, f"restoring table '{table.name}': shard {k} would hold "
-                    f"{distinct} rows, past its limit of {table._shard_max_rows} (max_rows "
-                    f"{table.max_rows} over {table.num_shards} shards); nothing was restored")
-    for k, s in enumerate(table.shards):
-        mine = np.flatnonzero(shard == k)
-        handle = sess._handle(s)
-        first = True
-        for start in range(0, max(len(mine), 1), _PAGE_ROWS):
-            sel = mine[start:start + _PAGE_ROWS]
-            sess._client.table_import(
-                handle, np.ascontiguousarray(keys[sel]), np.ascontiguousarray(counts[sel]),
-                np.ascontiguousarray(values[sel], table.dtype),
-                [np.ascontiguousarray(a[sel], table.dtype) for a in slot_arrays], first)
-            first = False
-
-
-class EvictionHook(SessionRunHook):
-    """Evicts rows of dynamic tables every ``every_n_steps`` global steps, on the chief
-    (a ``MonitoredTrainingSession`` chief hook): :meth:`DynamicEmbeddingVariable.evict` with
-    ``unseen_steps`` and ``min_count``. The number removed is logged at INFO.
-
-    Args:
-        tables: DynamicEmbeddingVariables.
-        every_n_steps: Global steps between evictions (int >= 1).
-        unseen_steps, min_count: The rules (0: off); at least one must be on.
-
-    Raises:
-        ValueError: bad counts, or both rules off.
-    """
-
-    def __init__(self, tables: Sequence[DynamicEmbeddingVariable], every_n_steps: int,
-                 unseen_steps: int = 0, min_count: int = 0) -> None:
-        if every_n_steps < 1:
-            raise ValueError(f"every_n_steps must be >= 1; got {every_n_steps}")
-        if unseen_steps < 0 or min_count < 0 or (unseen_steps == 0 and min_count == 0):
-            raise ValueError(f"unseen_steps {unseen_steps} and min_count {min_count}: both "
-                             f">= 0 and at least one > 0")
-        self._tables = list(tables)
-        for t in self._tables:
-            if not isinstance(t, DynamicEmbeddingVariable):
-                raise TypeError(f"EvictionHook evicts psrt.dynamic_embedding tables; got {t!r}")
-        self._every = int(every_n_steps)
-        self._unseen = int(unseen_steps)
-        self._min_count = int(min_count)
-        self._last = None
-        self._global_step = None
-        self.evicted = 0
-
-    def begin(self) -> None:
-        """Finds the global step (RuntimeError without one, as TF's step-based hooks)."""
-        from psrt.training.training_util import get_global_step  # noqa: PLC0415
-
-        self._global_step = get_global_step()
-        if self._global_step is None:
-            raise RuntimeError("Global step should be created to use EvictionHook.")
-
-    def before_run(self, run_context: Any) -> Any:
-        """Fetches the global step with the run."""
-        from psrt.training.basic_session_run_hooks import SessionRunArgs  # noqa: PLC0415
-
-        return SessionRunArgs(self._global_step)
-
-    def after_run(self, run_context: Any, run_values: Any) -> None:
-        """Evicts once ``every_n_steps`` global steps have passed since the last time."""
-        step = int(run_values.results)
-        if self._last is None:
-            self._last = step
-            return
-        if step - self._last < self._every:
-            return
-        self._last = step
-        for t in self._tables:
-            n = t.evict(run_context.session, self._unseen, self._min_count)
-            self.evicted += n
-            _logger.info("evicted %d rows of '%s' at step %d", n, t.name, step)
+    seen = 0
+    while not hasattr(sess, "_client") and seen < 8:
+        inner = getattr(sess, "_sess", None)
+        if inner is None:
+            raise RuntimeError(f"{type(sess).__name__} holds no open psrt Session (closed?); "
+                               f"pass the psrt.Session or an open MonitoredTrainingSession")
+        sess = inner
+        seen += 1
+    return sess

@@ -41,6 +41,7 @@ import numpy as np
 from psrt.framework import tensor as _graph
 from psrt.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from psrt.ops import embedding_ops as _emb
+from psrt.ops import init_ops as _init_ops
 from psrt.ops import variable_scope as _vs
 from psrt.ops import variables as _variables
 
@@ -500,7 +501,7 @@ class EmbeddingColumn(_Column):
         self.categorical_column = categorical_column
         self.dimension = dimension
         self.combiner = combiner
-        self.initializer = initializer or _variables.truncated_normal_initializer(
+        self.initializer = initializer or _init_ops.truncated_normal_initializer(
             mean=0.0, stddev=1.0 / math.sqrt(dimension))
         self.max_norm = max_norm
         self.trainable = trainable
@@ -709,7 +710,7 @@ def linear_model(features: dict[str, Any], feature_columns: Sequence[Any], units
         raise ValueError(f"sparse_combiner must be one of 'mean', 'sqrtn' or 'sum'; got "
                          f"{sparse_combiner!r}")
     terms = []
-    zeros = _variables.zeros_initializer()
+    zeros = _init_ops.zeros_initializer()
     with _vs.variable_scope(None, default_name="linear_model"):
         for col in _sorted(feature_columns):
             if isinstance(col, NumericColumn):

@@ -42,12 +42,10 @@ __all__ = [
     "initial_value",
 ]
 
-_MAXINT32 = 2**31 - 1  # TF's random_seed._MAXINT32: seeds are reduced modulo it
 # TF's VarianceScaling (r1.15): the stddev of a unit normal truncated at +-2 (scipy's
 # truncnorm.std(a=-2, b=2)); the truncated draw is divided by it to keep the variance.
 TRUNCATED_NORMAL_STDDEV = 0.87962566103423978
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 1 << 16  # host fill: elements per block (bounds the temporaries to a few MB)

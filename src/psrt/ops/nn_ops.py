@@ -15,7 +15,7 @@ import numpy as np
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
 
-# TF1's tf.nn embedding names (psrt/embedding_ops.py): Variables, PartitionedVariables and
+# TF1's tf.nn embedding names (psrt/ops/embedding_ops.py): Variables, PartitionedVariables and
 # lists of variables, ids fed per run, row-sparse gradients.
 
 # ---- fused ops with hand-written gradients ---------------------------------------------------

@@ -24,8 +24,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from psrt.ops.variables import fixed_size_partitioner
-
 __all__ = ["fixed_size_partitioner", "min_max_variable_partitioner",
            "variable_axis_size_partitioner"]
 
@@ -151,5 +149,23 @@ def variable_axis_size_partitioner(max_shard_bytes: int, axis: int = 0,
             shards = min(max_shards, shards)
         parts = [1] * len(dims)
         parts[axis] = shards
+        return parts
+    return partitioner
+
+
+def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
+    """Splits axis 0 into ``num_shards`` parts, as ``tf.fixed_size_partitioner``.
+
+    Raises:
+        ValueError: ``num_shards`` < 1, or ``axis`` is not 0 (psrt partitions rows only).
+    """
+    if not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"num_shards must be a positive integer; got {num_shards!r}")
+    if axis != 0:
+        raise ValueError(f"psrt partitions along axis 0 only; got axis={axis}")
+
+    def partitioner(shape, dtype=None):
+        parts = [1] * len(shape)
+        parts[0] = min(num_shards, shape[0])
         return parts
     return partitioner

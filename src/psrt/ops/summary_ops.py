@@ -24,7 +24,8 @@ tensor on the left:
   that name, else InvalidArgumentError "You must feed a value for 'x'", as TF.
 * a tensor computed from placeholders (``tf.reduce_mean(x)``): a Python function whose
   parameters name the feeds it needs, ``lambda x: x.mean()`` (``**kwargs`` receives every
-  feed); a value computed from variables awaits psrt's derived tensors.
+  feed). A ``psrt.Tensor`` is not a summary input (yet): summarize the train op (its
+  loss), a variable, or such a function.
 * a constant: a number or a numpy array (for ``text``, a ``str`` or ``bytes`` is the text
   itself, not a name).
 
@@ -59,23 +60,17 @@ import functools
 import importlib
 import inspect
 import logging
-import os
-import queue
 import re
-import socket
 import sys
-import threading
-import time
-import warnings
-import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from psrt.framework import errors
-from psrt.ops import variables as _variables
-from psrt.ops.variables import Operation, PartitionedVariable, Variable
-from psrt.training.optimizer import SlotVariable, TrainOp
+from psrt.framework import ops as _ops
+from psrt.framework.ops import Operation
+from psrt.ops.training_ops import SlotVariable, TrainOp
+from psrt.ops.variables import PartitionedVariable, Variable
 
 _logger = logging.getLogger("psrt")
 
@@ -127,14 +122,14 @@ def _clean_tag(name: str) -> str:
     return new_name
 
 
-def _graph_for_new_op() -> _variables.Graph:
-    graph = _variables.get_default_graph()
+def _graph_for_new_op() -> _ops.Graph:
+    graph = _ops.get_default_graph()
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
     return graph
 
 
-def _summary_scope(graph: _variables.Graph, name: str, family: str | None) -> tuple[str, str]:
+def _summary_scope(graph: _ops.Graph, name: str, family: str | None) -> tuple[str, str]:
     """``(tag, op name)`` as TF's ``summary_scope``: the op name is ``name`` (``family/name``
     with a family) made unique in the graph; the tag is the op name, prefixed by the family
     again when there is one (TF shows it as the TensorBoard tab)."""
@@ -159,7 +154,7 @@ class _Input:
     describes: from the run's fetched values (variables, ops), its feeds, a function of its
     feeds, or a constant."""
 
-    def __init__(self, tensor: Any, graph: _variables.Graph, owner: str,
+    def __init__(self, tensor: Any, graph: _ops.Graph, owner: str,
                  str_is_name: bool = True) -> None:
         self.tensor = tensor
         self.graph = graph
@@ -269,7 +264,7 @@ class _SummaryOp:
         graph: The :class:`psrt.Graph` it was created in.
     """
 
-    def __init__(self, name: str, tags: list[str], graph: _variables.Graph,
+    def __init__(self, name: str, tags: list[str], graph: _ops.Graph,
                  collections: Iterable[str]) -> None:
         self.name = name
         self.tags = tags
@@ -570,7 +565,7 @@ def merge_all(key: str = SUMMARIES, scope: str | None = None,
     Returns:
         None when the collection holds no summary op, else a :func:`merge` of them.
     """
-    ops = _variables.get_default_graph().get_collection(key)
+    ops = _ops.get_default_graph().get_collection(key)
     if scope is not None:
         ops = [op for op in ops if re.match(scope, getattr(op, "name", ""))]
     if not ops:
@@ -578,275 +573,5 @@ def merge_all(key: str = SUMMARIES, scope: str | None = None,
     return merge(ops, name=name)
 
 
-# ---- event files -----------------------------------------------------------------------------
-
-_STOP = object()
-# Serializes writer creation in this process, so that two writers of one directory created
-# in the same second get different file names (tensorboardX names files by the second and
-# truncates an existing file).
-_create_lock = threading.Lock()
-_file_counter = [0]
 
 
-def _event_file_suffix(logdir: str, suffix: str) -> str:
-    """``suffix``, or, when tensorboardX's file name for this second already exists,
-    ``.PID.N`` before it (TF2's pattern), so no writer truncates another's file."""
-    base = os.path.join(logdir, "events.out.tfevents." + str(time.time())[:10] + "." +
-                        socket.gethostname())
-    if not os.path.exists(base + suffix):
-        return suffix
-    while True:
-        _file_counter[0] += 1
-        unique = f".{os.getpid()}.{_file_counter[0]}{suffix}"
-        if not os.path.exists(base + unique):
-            return unique
-
-
-def _write_loop(events_queue: queue.Queue, events_writer: Any, flush_secs: float) -> None:
-    """The writer thread: writes queued events, flushes the file ``flush_secs`` after the
-    first pending event (the very first at once, as TF), ends at ``_STOP``."""
-    next_flush = 0.0
-    pending = False
-    while True:
-        try:
-            if pending:
-                item = events_queue.get(timeout=max(0.0, next_flush - time.monotonic()))
-            else:
-                item = events_queue.get()
-        except queue.Empty:
-            item = None
-        try:
-            if item is _STOP:
-                return
-            if item is not None:
-                events_writer.write_event(item)
-                pending = True
-            if pending and time.monotonic() >= next_flush:
-                events_writer.flush()
-                pending = False
-                next_flush = time.monotonic() + flush_secs
-        except Exception as e:  # noqa: BLE001 - an I/O error must not end the thread
-            _logger.error("Summary writer for %s: %s", events_writer._file_name, e)
-        finally:
-            if item is not None:
-                events_queue.task_done()
-
-
-def _close_event_file(events_queue: queue.Queue, thread: threading.Thread,
-                      events_writer: Any) -> None:
-    """Writes what is queued, then stops the thread and closes the file (also run at exit
-    and when an unclosed FileWriter is garbage collected)."""
-    if thread.is_alive():
-        events_queue.put(_STOP)
-        thread.join()
-    events_writer.close()
-
-
-class FileWriter:
-    """Writes ``Summary`` protocol buffers and events to an event file, as TF1's
-    ``tf.summary.FileWriter``; TensorBoard reads the directory.
-
-    Creates ``logdir`` if needed and a new file ``events.out.tfevents.SECONDS.HOSTNAME`` in
-    it (tensorboardX's ``EventsWriter`` writes the records: TFRecord framing with masked
-    CRC-32C, a first ``file_version`` event). Events are written by a background thread, so
-    ``add_summary`` returns at once; it blocks only when ``max_queue`` events are pending.
-    The file is flushed ``flush_secs`` after an event is written, and by :meth:`flush` and
-    :meth:`close`; unclosed writers are closed at interpreter exit. Safe to share between
-    threads.
-
-    Args:
-        logdir: Directory of the event file (str or path).
-        graph: Accepted for TF's signature: psrt has no dataflow graph to show (a debug
-            log says so).
-        max_queue: Events pending before an ``add_*`` call blocks (default 10).
-        flush_secs: Seconds between flushes of written events (default 120).
-        graph_def: Accepted and ignored, as ``graph``.
-        filename_suffix: Appended to the event file's name.
-        session: Accepted for TF's signature and ignored.
-    """
-
-    def __init__(self, logdir: Any, graph: Any = None, max_queue: int = 10,
-                 flush_secs: float = 120, graph_def: Any = None,
-                 filename_suffix: str | None = None, session: Any = None) -> None:
-        self._logdir = os.fspath(logdir)
-        self._max_queue = int(max_queue)
-        self._flush_secs = float(flush_secs)
-        self._suffix = filename_suffix or ""
-        self._seen_summary_tags: set[str] = set()
-        self._lock = threading.Lock()
-        self._closed = True
-        if session is not None:
-            _logger.debug("FileWriter(session=...) is accepted and ignored by psrt")
-        self._open()
-        if graph is not None or graph_def is not None:
-            self.add_graph(graph, graph_def=graph_def)
-
-    def _open(self) -> None:
-        from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 (lazy)
-
-        os.makedirs(self._logdir, exist_ok=True)
-        with _create_lock:
-            suffix = _event_file_suffix(self._logdir, self._suffix)
-            events_writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
-        events_queue: queue.Queue = queue.Queue(self._max_queue)
-        thread = threading.Thread(target=_write_loop,
-                                  args=(events_queue, events_writer, self._flush_secs),
-                                  name=f"psrt-summary-writer:{self._logdir}", daemon=True)
-        thread.start()
-        self._queue = events_queue
-        self._events_writer = events_writer
-        self._finalizer = weakref.finalize(self, _close_event_file, events_queue, thread,
-                                           events_writer)
-        self._closed = False
-
-    @property
-    def event_file_path(self) -> str:
-        """The path of the event file being written (psrt only)."""
-        return self._events_writer._file_name
-
-    def get_logdir(self) -> str:
-        """The directory of the event file."""
-        return self._logdir
-
-    def _warn_if_closed(self) -> bool:
-        if self._closed:
-            warnings.warn("Attempting to use a closed FileWriter. The operation will be a "
-                          "noop unless the FileWriter is explicitly reopened.", stacklevel=3)
-        return self._closed
-
-    def add_event(self, event: Any) -> None:
-        """Queues an ``Event`` protocol buffer for the file (a warning and nothing more once
-        closed, as TF)."""
-        if self._warn_if_closed():
-            return
-        self._queue.put(event)
-
-    def _add_event(self, event: Any, step: Any) -> None:
-        event.wall_time = time.time()
-        if step is not None:
-            event.step = int(step)
-        self.add_event(event)
-
-    def add_summary(self, summary: Any, global_step: Any = None) -> None:
-        """Adds a summary to the event file, as TF's ``add_summary``.
-
-        Args:
-            summary: What ``Session.run`` of a summary op returned (serialized ``Summary``
-                bytes), or a ``psrt.Summary`` protocol buffer built by hand (e.g. an
-                accuracy computed in Python).
-            global_step: The step to record with it (int), or None.
-
-        Like TF, a value's ``metadata`` (e.g. the text plugin's) is written with the first
-        value of its tag only.
-
-        Raises:
-            TypeError: ``summary`` is a summary op (run it first) or another type.
-        """
-        pb = _proto("summary_pb2")
-        if isinstance(summary, _SummaryOp):
-            raise TypeError(f"add_summary takes the value of a summary op, not the op: pass "
-                            f"sess.run({summary.name}) rather than the op")
-        if isinstance(summary, bytes):
-            parsed = pb.Summary()
-            parsed.ParseFromString(summary)
-            summary = parsed
-        elif not isinstance(summary, pb.Summary):
-            raise TypeError(f"add_summary takes a serialized Summary (bytes) or a "
-                            f"psrt.Summary; got {type(summary).__name__}")
-        copied = False
-        for i, value in enumerate(summary.value):
-            if not value.HasField("metadata"):
-                continue
-            if value.tag in self._seen_summary_tags:
-                if not copied:  # strip on a copy: the caller's proto stays as it was
-                    summary = pb.Summary.FromString(summary.SerializeToString())
-                    copied = True
-                summary.value[i].ClearField("metadata")
-                continue
-            self._seen_summary_tags.add(value.tag)
-        self._add_event(_proto("event_pb2").Event(summary=summary), global_step)
-
-    def add_session_log(self, session_log: Any, global_step: Any = None) -> None:
-        """Adds a ``SessionLog`` (START, STOP, CHECKPOINT) to the event file. TensorBoard
-        uses a START at step S to discard events at steps >= S left by a run that was
-        restarted from an earlier checkpoint."""
-        self._add_event(_proto("event_pb2").Event(session_log=session_log), global_step)
-
-    def add_graph(self, graph: Any, global_step: Any = None, graph_def: Any = None) -> None:
-        """Accepted for TF compatibility: psrt has no dataflow graph, so nothing is written
-        (a debug log says so).
-
-        Raises:
-            ValueError: both ``graph`` and ``graph_def`` were given, as TF.
-        """
-        if graph is not None and graph_def is not None:
-            raise ValueError("Please pass only graph, or graph_def (deprecated), but not both.")
-        _logger.debug("FileWriter.add_graph: psrt has no dataflow graph to write to %s",
-                      self._logdir)
-
-    def add_meta_graph(self, meta_graph_def: Any, global_step: Any = None) -> None:
-        """Accepted for TF compatibility; writes nothing (psrt has no meta graph)."""
-        _logger.debug("FileWriter.add_meta_graph: psrt has no meta graph to write")
-
-    def add_run_metadata(self, run_metadata: Any, tag: str, global_step: Any = None) -> None:
-        """Accepted for TF compatibility; writes nothing (psrt collects no run metadata)."""
-        _logger.debug("FileWriter.add_run_metadata: psrt collects no run metadata")
-
-    def flush(self) -> None:
-        """Writes every event added so far to disk."""
-        if self._warn_if_closed():
-            return
-        self._queue.join()
-        self._events_writer.flush()
-
-    def close(self) -> None:
-        """Writes every pending event and closes the file. Later ``add_*`` calls warn and do
-        nothing until :meth:`reopen`. Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._finalizer()
-
-    def reopen(self) -> None:
-        """Reopens a closed writer; later events go to a new event file. Does nothing if
-        the writer is open."""
-        with self._lock:
-            if self._closed:
-                self._open()
-
-    def __enter__(self) -> "FileWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<psrt.summary.FileWriter '{self._logdir}'{' closed' if self._closed else ''}>"
-
-
-class FileWriterCache:
-    """One shared :class:`FileWriter` per directory, as ``tf.summary.FileWriterCache``: the
-    writer ``SummarySaverHook``, ``StepCounterHook`` and ``CheckpointSaverHook`` write to
-    when given an output directory, so a script's own summaries can go to the same file."""
-
-    _cache: dict[str, FileWriter] = {}
-    _lock = threading.RLock()
-
-    @staticmethod
-    def get(logdir: Any) -> FileWriter:
-        """The writer for ``logdir`` (str or path), created on first use."""
-        logdir = os.fspath(logdir)
-        with FileWriterCache._lock:
-            writer = FileWriterCache._cache.get(logdir)
-            if writer is None:
-                writer = FileWriterCache._cache[logdir] = FileWriter(logdir)
-            return writer
-
-    @staticmethod
-    def clear() -> None:
-        """Closes and forgets every cached writer."""
-        with FileWriterCache._lock:
-            for writer in FileWriterCache._cache.values():
-                writer.close()
-            FileWriterCache._cache = {}

@@ -224,6 +224,20 @@ class Variable(VariableBase, TensorOperators):
             return dict(self._init_spec)
         return self.initial_value_array()
 
+    def _ps_spec(self, init: bool) -> tuple[str, tuple[int, ...], str, dict[str, float], Any]:
+        """What its ps task needs to register the variable: ``(dtype name on the wire, shape,
+        optimizer kernel ("" for none), hyper-parameters, initial value)``. The initial value
+        (an array, or an initializer's specification the ps computes) is sent when ``init``,
+        else None. The only place a session reads a variable's registration from."""
+        opt = self._optimizer
+        kernel = opt._kernel if opt is not None else ""
+        hyper = opt._hyper() if opt is not None else {}
+        if self._sync is not None:
+            hyper = {**hyper, "replicas_to_aggregate": float(self._sync[0]),
+                     "total_num_replicas": float(self._sync[1])}
+        value = self._ps_initial_value() if init else None
+        return _dtypes.WIRE_NAMES[self._wire_dtype], self._shape, kernel, hyper, value
+
     @property
     def initializer(self) -> "Operation":
         """An op that initializes this variable (as ``tf.Variable.initializer``)."""
@@ -351,24 +365,6 @@ def _flatten(var_list: Iterable[Any]) -> list[Variable]:
 
 
 # ---- get_variable, initializers, partitioners ---------------------------------------------
-
-
-def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
-    """Splits axis 0 into ``num_shards`` parts, as ``tf.fixed_size_partitioner``.
-
-    Raises:
-        ValueError: ``num_shards`` < 1, or ``axis`` is not 0 (psrt partitions rows only).
-    """
-    if not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(f"num_shards must be a positive integer; got {num_shards!r}")
-    if axis != 0:
-        raise ValueError(f"psrt partitions along axis 0 only; got axis={axis}")
-
-    def partitioner(shape, dtype=None):
-        parts = [1] * len(shape)
-        parts[0] = min(num_shards, shape[0])
-        return parts
-    return partitioner
 
 
 # ---- variable scopes ------------------------------------------------------------------------

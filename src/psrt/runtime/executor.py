@@ -8,43 +8,39 @@ unfed placeholders. Then:
 * ops run in fetch order, each once (an initializer registers values; a train op is one
   training step: pull the variables, compute the gradients, push them with the global
   step's increment, in two parallel round trips, one in steady state);
-* derived tensors (``psrt.graph``) fetched with a train op are computed on the values that
+* derived tensors (``psrt/framework/tensor.py``) fetched with a train op are computed on the values that
   step uses, before its push, sharing what the loss computed; without a train op they are
   computed forward only from one parallel pull of the variables they read (no push);
 * fetched variables and slots are pulled together, in one parallel round trip;
 * computed fetches (summaries) are computed last from their inputs' values.
 
-:class:`Executor` is a mixin of :class:`psrt.Session`, which provides the connections:
-``_client`` (psrt._core.Client), ``_config``, ``_graph``, ``_lock``, ``_handle(var)`` and
-``_register(vars, init)`` (registration on the ps tasks), ``_shard_of`` (handle -> shard),
-``_vars_by_handle`` and ``_shard_names``, and calls :meth:`Executor._init_executor`.
+:class:`Executor` is a collaborator each :class:`psrt.Session` owns: it reaches the
+connections only through the small interface :class:`ExecutorHost` names (the client, the
+handles and registration of variables, the shard names).
 Nothing here touches a socket: the C++ client does every transfer with the GIL released.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from psrt.framework import autodiff as _autodiff
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
+from psrt.framework.indexed_slices import IndexedSlices
+from psrt.framework.ops import Graph, Operation
 from psrt.framework.tensor import Tensor
-from psrt.ops import embedding_ops as _embedding
-from psrt.ops.variables import Operation, PartitionedVariable, Variable
-from psrt.training.optimizer import IndexedSlices, SlotVariable, TrainOp
+from psrt.ops.training_ops import SlotVariable, TrainOp
+from psrt.ops.variables import PartitionedVariable, Variable
+from psrt.runtime import row_lookups as _row_lookups
+from psrt.runtime import sync_step as _sync
 
 _logger = logging.getLogger("psrt")
 
-# How often a synchronous run that waits for other replicas logs a warning, in seconds (more
-# often under a short sync timeout: a third of it, so that a run warns before it fails).
-_SYNC_LOG_SECS = 10.0
-# Longest single wait a synchronous run asks a ps task for; the run repeats shorter waits
-# until its step completes or the sync timeout passes (the core allows at most 60 s).
-_SYNC_WAIT_SECS = 1.0
 
 
 class _Fetch:
@@ -78,18 +74,40 @@ class _Fetch:
 
 
 
-class Executor:
-    """Runs fetches for a :class:`psrt.Session` (a mixin: see the module docstring)."""
+class ExecutorHost(Protocol):
+    """What an :class:`Executor` uses of the session that owns it: the connections, the
+    variables' registration and handles. Nothing else of the session is read."""
 
-    def _init_executor(self) -> None:
+    _client: Any                       # psrt._core.Client: every transfer, GIL released
+    _config: Any                       # the session's ConfigProto (timeouts)
+    _graph: Graph                      # the graph fetch names are looked up in
+    _lock: Any                         # held for the whole of a run
+    _shard_names: list[str]            # shard index -> name for messages
+    _shard_of: dict[int, int]          # handle -> shard index
+    _vars_by_handle: dict[int, Any]    # handle -> Variable
+
+    def _handle(self, var: Any) -> int:
+        """The client handle of a registered variable (registering it if needed)."""
+
+    def _register(self, variables: Sequence[Any], init: bool = ...) -> Any:
+        """Registers ``variables`` on their ps tasks."""
+
+
+class Executor:
+    """Runs fetches for the :class:`psrt.Session` that owns it (see the module docstring):
+    ``session.run`` is :meth:`execute`. It keeps the values a run pulled or a push returned
+    (the next step computes on them) and the progress of synchronous steps."""
+
+    def __init__(self, host: ExecutorHost) -> None:
+        self._host = host
         self._cache: dict[int, np.ndarray] = {}   # id(Variable or PartitionedVariable) -> value
         self._views: dict[int, np.ndarray] = {}
         self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
-        self._sync_states: dict[int, _SyncState] = {}  # id(sync TrainOp) -> its progress
+        self._sync_states: dict[int, _sync.SyncState] = {}  # id(sync TrainOp) -> its progress
 
     # ---- run ----------------------------------------------------------------------------
 
-    def _execute(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
+    def execute(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
         """``Session.run``'s work (see the module docstring)."""
         fetch = _Fetch(fetches)
         feeds = self._feeds(feed_dict)
@@ -102,11 +120,11 @@ class Executor:
             if isinstance(leaf, Tensor):
                 tensors.append(leaf)
             elif isinstance(leaf, TrainOp) and leaf.loss is not None:
-                _graph.plan_for([leaf.loss], feeds)  # unfed placeholders fail the run now
+                _autodiff.plan_for([leaf.loss], feeds)  # unfed placeholders fail the run now
         if tensors:
-            rs.pending = _graph.plan_for(list(dict.fromkeys(tensors)), feeds)
+            rs.pending = _autodiff.plan_for(list(dict.fromkeys(tensors)), feeds)
             rs.fetched = [id(t) for t in tensors]
-        with self._lock:
+        with self._host._lock:
             results: list[Any] = [None] * len(leaves)
             reads: list[tuple[int, Any]] = []
             op_results: dict[int, Any] = {}
@@ -140,8 +158,8 @@ class Executor:
                               for k, v in enumerate(pending.variables)} if pending.variables \
                     else {}
                 if pending.lookups:  # embedding lookups: pull only the rows they touch
-                    _embedding.prepare_rows(self, [pending], var_values, feeds, rs.memo)
-                _graph.evaluate(pending, var_values, feeds, rs.memo)
+                    _row_lookups.prepare_rows(self, [pending], var_values, feeds, rs.memo)
+                _autodiff.evaluate(pending, var_values, feeds, rs.memo)
                 rs.pending = None
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
@@ -157,23 +175,23 @@ class Executor:
         checked against its shape, as TF's session does."""
         if not feed_dict:
             return {}
-        nodes = _graph.nodes_of(self._graph)
+        nodes = _graph.nodes_of(self._host._graph)
         out = {}
         for k, val in feed_dict.items():
             expand = getattr(k, "_psrt_feed_items", None)
             if expand is not None:  # a SparseTensor: a value for each placeholder of it
                 for p, v in expand(val):
-                    out[p.op.name] = _graph.convert_feed(p, v)
+                    out[p.op.name] = _autodiff.convert_feed(p, v)
                 continue
             if isinstance(k, Tensor):
                 if k.op.type == "Placeholder":
-                    val = _graph.convert_feed(k, val)
+                    val = _autodiff.convert_feed(k, val)
                 out[k.op.name] = val
                 continue
-            name = _graph.feed_name(k)
+            name = _autodiff.feed_name(k)
             node = nodes.get(name)
             if node is not None and node.type == "Placeholder":
-                val = _graph.convert_feed(node.outputs[0], val)
+                val = _autodiff.convert_feed(node.outputs[0], val)
             out[name] = val
         return out
 
@@ -182,10 +200,10 @@ class Executor:
         base, _, index = name.rpartition(":")
         if not base or not index.isdigit():
             base, index = name, "0"
-        v = self._graph.get_variable_by_name(base) if index == "0" else None
+        v = self._host._graph.get_variable_by_name(base) if index == "0" else None
         if v is not None:
             return v
-        node = _graph.nodes_of(self._graph).get(base)
+        node = _graph.nodes_of(self._host._graph).get(base)
         if node is not None and int(index) < len(node.outputs):
             return node.outputs[int(index)]
         raise ValueError(f"The name '{name}' refers to no variable in the graph")
@@ -215,11 +233,11 @@ class Executor:
             parts = target._get_variable_list() if isinstance(target, PartitionedVariable) \
                 else [target]
             hl, ol = batches.setdefault(slot, ([], []))
-            hl.extend(self._handle(p) for p in parts)
+            hl.extend(self._host._handle(p) for p in parts)
             ol.extend(_part_views(target, out))
             results[i] = out
         for slot, (hl, ol) in batches.items():
-            self._client.pull(hl, ol, slot)
+            self._host._client.pull(hl, ol, slot)
         for i in scalars:
             results[i] = int(results[i])
         for i, leaf in reads:
@@ -234,17 +252,18 @@ class Executor:
         if isinstance(op, TrainOp):
             return self._train(op, feeds, fresh_steps, rs)
         if op.type == "initialize":
-            self._register(op.variables, init=True)
+            self._host._register(op.variables, init=True)
             self._invalidate(op.variables)
             return None
         if op.type in ("assign", "assign_add"):
             (v,) = op.variables
-            value = np.array(np.broadcast_to(np.asarray(op.value, _wire_dtype_of(v)), v.shape), order="C")
-            h = self._handle(v)
+            wire = _wire_dtype_of(v)
+            value = np.array(np.broadcast_to(np.asarray(op.value, wire), v.shape), order="C")
+            h = self._host._handle(v)
             if op.type == "assign":
-                self._client.assign([h], [value], 0)
+                self._host._client.assign([h], [value], 0)
             else:
-                self._client.assign_add([h], [value])
+                self._host._client.assign_add([h], [value])
             self._invalidate([v])
             return None
         if op.type == "report_uninitialized":
@@ -262,7 +281,7 @@ class Executor:
     def _initialized(self, var_list: Sequence[Variable]) -> list[bool]:
         if not var_list:
             return []
-        return list(self._client.is_initialized([self._handle(v) for v in var_list]))
+        return list(self._host._client.is_initialized([self._host._handle(v) for v in var_list]))
 
     def _invalidate(self, var_list: Iterable[Variable]) -> None:
         for v in var_list:
@@ -295,7 +314,7 @@ class Executor:
             elif not refill:
                 continue
             parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
-            handles.extend(self._handle(p) for p in parts)
+            handles.extend(self._host._handle(p) for p in parts)
             outs.extend(_part_views(v, buf))
         return handles, outs
 
@@ -306,7 +325,7 @@ class Executor:
         missing_h, missing_o = self._buffers(var_list, refill=False)
         if missing_h:
             try:
-                self._client.pull(missing_h, missing_o, 0)
+                self._host._client.pull(missing_h, missing_o, 0)
             except Exception:
                 self._invalidate(var_list)
                 raise
@@ -321,7 +340,7 @@ class Executor:
         push overwrites them."""
         var_list = op.var_list
         if op.loss is not None:
-            plan = _graph.plan_for([op.loss], feeds)
+            plan = _autodiff.plan_for([op.loss], feeds)
             pending = rs.pending if rs is not None else None
             # Variables read only through embedding lookups are not pulled whole: their
             # rows are (prepare_rows) and their gradients are row-sparse.
@@ -346,17 +365,17 @@ class Executor:
             rows: list[Any] = []
             known: dict[int, Any] = {}
             if lookups:
-                known = _embedding.prepare_rows(self, [plan, pending], var_values, feeds, memo)
-                rows = _embedding.trainable_rows(plan, var_list)
-            loss, grads = _graph.value_and_gradients(plan, op.loss,
+                known = _row_lookups.prepare_rows(self, [plan, pending], var_values, feeds, memo)
+                rows = _row_lookups.trainable_rows(plan, var_list)
+            loss, grads = _autodiff.value_and_gradients(plan, op.loss,
                                                      list(dense) + rows if rows else dense,
                                                      var_values, feeds, memo, known)
             if dense is not var_list or rows:
-                grads = _embedding.table_gradients(var_list, dense, grads[:len(dense)], rows,
+                grads = _row_lookups.table_gradients(var_list, dense, grads[:len(dense)], rows,
                                                    grads[len(dense):], var_values)
             if pending is not None:
                 if not same:
-                    _graph.evaluate(pending, var_values, feeds, memo)
+                    _autodiff.evaluate(pending, var_values, feeds, memo)
                 rs.pending = None  # type: ignore[union-attr]
             if rs is not None:
                 _own_all(rs)
@@ -391,8 +410,8 @@ class Executor:
         if others:
             var_values.update(zip(map(id, others), self._pull_new(others)))
         if pending.lookups:
-            _embedding.prepare_rows(self, [pending], var_values, feeds, rs.memo)
-        _graph.evaluate(pending, var_values, feeds, rs.memo)
+            _row_lookups.prepare_rows(self, [pending], var_values, feeds, rs.memo)
+        _autodiff.evaluate(pending, var_values, feeds, rs.memo)
         _own_all(rs)
         rs.pending = None
 
@@ -409,7 +428,8 @@ class Executor:
             raise errors.InvalidArgumentError(
                 None, None, f"gradient for variable '{v.name}' must be {v.dtype}"
                 f"{list(v.shape)} C-contiguous; got {g.dtype}{list(g.shape)}")
-        return [self._handle(p) for p in parts], (_part_views(v, g) if len(parts) > 1 else [g])
+        handles = [self._host._handle(p) for p in parts]
+        return handles, (_part_views(v, g) if len(parts) > 1 else [g])
 
     def _train(self, op: TrainOp, feeds: dict[str, Any], fresh_steps: dict[int, int],
                rs: _RunState | None = None) -> Any:
@@ -438,19 +458,20 @@ class Executor:
         # The core steps integer global steps in the push itself; a float one (TF adds 1 to
         # any global_step given to minimize) gets an assign_add of 1 after the push.
         float_step = gs is not None and gs.dtype.kind == "f"
-        step_h = self._handle(gs) if gs is not None and not float_step else -1
+        step_h = self._host._handle(gs) if gs is not None and not float_step else -1
         use_return = (op.loss_fn is not None or op.loss is not None) and \
             len(dense_out) == len(dense_h)
         step = -1
         try:
             # Dense and row-sparse gradients and the global step: one parallel round trip.
-            step = self._client.push(dense_h, dense_g, lr, step_h, 1,
+            step = self._host._client.push(dense_h, dense_g, lr, step_h, 1,
                                      dense_out if use_return and dense_h else None,
-                                     [self._handle(v) for v, _, _ in sparse],
+                                     [self._host._handle(v) for v, _, _ in sparse],
                                      [idx for _, _, idx in sparse],
                                      [g.values for _, g, _ in sparse])
             if float_step:
-                self._client.assign_add([self._handle(gs)], [np.ones((), _wire_dtype_of(gs))])
+                self._host._client.assign_add([self._host._handle(gs)],
+                                              [np.ones((), _wire_dtype_of(gs))])
                 self._invalidate([gs])
         except Exception:
             self._invalidate(var_list)
@@ -477,7 +498,7 @@ class Executor:
     def _forward_now(self, t: Tensor, feeds: dict[str, Any],
                      fresh_steps: dict[int, int]) -> Any:
         """``t``'s value from the variables' current values (see :meth:`_learning_rate`)."""
-        plan = _graph.plan_for([t], feeds)
+        plan = _autodiff.plan_for([t], feeds)
         values: dict[int, Any] = {}
         pull = []
         for v in plan.variables:
@@ -488,7 +509,7 @@ class Executor:
         if pull:
             values.update(zip(map(id, pull), self._pull_new(pull)))
         memo: dict[int, Any] = {}
-        _graph.evaluate(plan, values, feeds, memo)
+        _autodiff.evaluate(plan, values, feeds, memo)
         return memo[id(t)]
 
     def _sparse_parts(self, v: Any, g: IndexedSlices
@@ -498,7 +519,7 @@ class Executor:
         ``offsets[k]:offsets[k+1]``) go to their parts with part-local indices; an
         embedding lookup's gradient comes split by part already."""
         parts = getattr(g, "parts", None)
-        if parts is not None and isinstance(g, _embedding._PartSlices):
+        if parts is not None and isinstance(g, _row_lookups._PartSlices):
             return parts
         idx = self._sparse_indices(v, g)
         if not isinstance(v, PartitionedVariable):
@@ -561,17 +582,17 @@ class Executor:
         var_list = op.var_list
         gs = op.global_step
         try:
-            step_h = self._handle(gs)
+            step_h = self._host._handle(gs)
             state = self._sync_states.get(id(op))
             if state is None or state.op is not op or any(
                     id(v) not in self._cache for v in var_list):
                 # First run, or values invalidated (initialization, restore, an error):
                 # read every value and the global step, which is the step to compute at.
                 handles, outs = self._buffers(var_list, refill=True)
-                _, _, (_, value, _) = self._client.sync_step(
+                _, _, (_, value, _) = self._host._client.sync_step(
                     [], [], [], [], [], None, 0, step_h, False,
                     handles, outs, [0] * len(handles), 0, 0.0)
-                state = self._sync_states[id(op)] = _SyncState(op, value)
+                state = self._sync_states[id(op)] = _sync.SyncState(op, value)
             tag = state.tag
             loss, grads = self._gradients(op, feeds, rs)
             lr = self._learning_rate(op, feeds, fresh_steps)
@@ -587,7 +608,7 @@ class Executor:
                 if isinstance(g, IndexedSlices):
                     for part, gp, idx in self._sparse_parts(v, g):
                         sparse_i.append(idx)
-                        sparse_h.append(self._handle(part))
+                        sparse_h.append(self._host._handle(part))
                         sparse_r.append(gp.values)
                 else:
                     handles, pieces = self._dense_parts(v, g)
@@ -605,19 +626,19 @@ class Executor:
                     wait_h.extend(handles)
                     outs.extend(views)
                     needs.extend([tag + 1 if id(v) in pushed else 0] * len(handles))
-            timeout = self._sync_timeout()
+            timeout = _sync.sync_timeout(self._host)
             start = time.monotonic()
-            accepted, waits, gstep = self._client.sync_step(
+            accepted, waits, gstep = self._host._client.sync_step(
                 push_h, push_g, sparse_h, sparse_i, sparse_r, lr, tag, step_h, True,
                 wait_h, outs, needs, tag + 1 if last else 0,
-                self._sync_wait_secs(start + timeout, wait_h + [step_h]) if last else 0.0)
+                _sync.wait_secs(self._host, start + timeout, wait_h + [step_h]) if last else 0.0)
             stale = accepted.count(False)
             if stale:
                 _logger.debug("step %d: %d of %d gradient(s) dropped as stale", tag, stale,
                               len(accepted))
             if last:
-                waits, gstep = self._sync_wait(tag, replicas, step_h, wait_h, outs, needs,
-                                               waits, gstep, start, timeout)
+                waits, gstep = _sync.wait_for_step(self._host, tag, replicas, step_h, wait_h,
+                                                   outs, needs, waits, gstep, start, timeout)
                 state.tag = min([gstep[1]] + [w[1] for w, n in zip(waits, needs) if n > 0])
                 state.pushes = 0
         except BaseException:
@@ -627,85 +648,6 @@ class Executor:
         fresh_steps[id(gs)] = gstep[1]
         self._last_step[id(gs)] = gstep[1]
         return loss
-
-    def _sync_timeout(self) -> float:
-        """Seconds a synchronous run waits for its step: the operation timeout when set,
-        else ``ConfigProto.sync_timeout_secs``."""
-        ms = self._config.operation_timeout_in_ms
-        return ms / 1000.0 if ms > 0 else self._config.sync_timeout_secs
-
-    def _sync_wait_secs(self, deadline: float, handles: list[int]) -> float:
-        """``wait_secs`` of a round trip waiting on ``handles``, so that it takes at most
-        _SYNC_WAIT_SECS, the time left, and half the operation timeout (which bounds each
-        round trip). A ps task answers one connection's requests in order, so k waits on
-        one task can take k times ``wait_secs``: it is divided by the largest k."""
-        secs = min(_SYNC_WAIT_SECS, max(0.0, deadline - time.monotonic()))
-        ms = self._config.operation_timeout_in_ms
-        if ms > 0:
-            secs = min(secs, ms / 2000.0)
-        per_shard = collections.Counter(self._shard_of[h] for h in handles)
-        return secs / max(per_shard.values(), default=1)
-
-    def _sync_wait(self, tag: int, replicas: int, step_h: int, handles: list[int],
-                   outs: list[np.ndarray], needs: list[int],
-                   waits: list[tuple[bool, int, int]], gstep: tuple[bool, int, int],
-                   start: float, timeout: float
-                   ) -> tuple[list[tuple[bool, int, int]], tuple[bool, int, int]]:
-        """Repeats the waits that were not ready (and the global step's) until all are;
-        returns the final (ready, step, count) of each wait and of the global step.
-
-        Raises:
-            DeadlineExceededError: not ready ``timeout`` seconds after ``start``.
-        """
-        waits = list(waits)
-        pending = [i for i, w in enumerate(waits) if not w[0]]
-        log_every = min(_SYNC_LOG_SECS, timeout / 3)
-        next_log = start + log_every
-        while pending or not gstep[0]:
-            now = time.monotonic()
-            if now >= next_log or now >= start + timeout:
-                name, shard, missing = self._sync_laggard(
-                    replicas, [(handles[i], waits[i]) for i in pending] +
-                    ([] if gstep[0] else [(step_h, gstep)]))
-                lag = (f"step {tag}: waiting for {missing} more gradient(s) from {replicas} "
-                       f"replicas for variable '{name}' on {shard}")
-                if now >= start + timeout:
-                    setting = (f"operation_timeout_in_ms={self._config.operation_timeout_in_ms}"
-                               if self._config.operation_timeout_in_ms > 0 else
-                               f"sync_timeout_secs={self._config.sync_timeout_secs:g}")
-                    if gstep[0] and gstep[1] > tag:
-                        # The step completed for the global step, not for this variable: the
-                        # other replicas pushed no gradient for it.
-                        hint = (f"The global step already advanced to {gstep[1]}: the other "
-                                f"replicas' runs of step {tag} pushed no gradient for "
-                                f"'{name}' (a None gradient on some replicas but not on "
-                                f"others?)")
-                    else:
-                        hint = f"Are {replicas} replicas running this train op?"
-                    raise errors.DeadlineExceededError(
-                        None, None, f"{lag}; gave up after {now - start:.3g} s (ConfigProto "
-                        f"{setting}). {hint}")
-                _logger.warning("%s (%.0f s so far)", lag, now - start)
-                next_log = now + log_every
-            again_h = [handles[i] for i in pending]
-            _, again, step_again = self._client.sync_step(
-                [], [], [], [], [], None, tag, step_h if not gstep[0] else -1, False,
-                again_h, [outs[i] for i in pending], [needs[i] for i in pending], tag + 1,
-                self._sync_wait_secs(start + timeout,
-                                     again_h if gstep[0] else again_h + [step_h]))
-            for i, w in zip(pending, again):
-                waits[i] = w
-            if not gstep[0]:
-                gstep = step_again
-            pending = [i for i in pending if not waits[i][0]]
-        return waits, gstep
-
-    def _sync_laggard(self, replicas: int, not_ready: list[tuple[int, tuple[bool, int, int]]]
-                      ) -> tuple[str, str, int]:
-        """(variable name, ps task, gradients still missing) of the first not-ready wait."""
-        handle, (_, _, count) = not_ready[0]
-        return (self._vars_by_handle[handle].name, self._shard_names[self._shard_of[handle]],
-                replicas - count)
 
 
 class _RunState:
@@ -717,7 +659,7 @@ class _RunState:
     def __init__(self, feeds: dict[str, Any]) -> None:
         self.feeds = feeds
         self.fetched: list[int] = []   # ids of the fetched tensors
-        self.pending: _graph.Plan | None = None
+        self.pending: _autodiff.Plan | None = None
         self.memo: dict[int, Any] = {}
         self.fresh_steps: dict[int, int] = {}
 
@@ -738,18 +680,6 @@ def _own_all(rs: _RunState) -> None:
         value = memo.get(key)
         if isinstance(value, np.ndarray) and not value.flags.writeable:
             memo[key] = value.copy()
-
-
-class _SyncState:
-    """A synchronous train op's progress in one session: ``tag`` is the step its gradients
-    are computed at (TF's ``sync_rep_local_step``), ``pushes`` how many it pushed at it."""
-
-    __slots__ = ("op", "pushes", "tag")
-
-    def __init__(self, op: TrainOp, tag: int) -> None:
-        self.op = op
-        self.tag = tag
-        self.pushes = 0
 
 
 def _expand_computed(leaves: list[Any], feeds: dict[str, Any]
@@ -801,21 +731,6 @@ def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:
             None, None, f"You must feed a value for '{key}', the gradient of variable "
                         f"'{var.name}' ({np.dtype(var.dtype).name}{list(var.shape)})")
     return feeds[key]
-
-
-def _feeds_by_name(feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
-    if not feed_dict:
-        return {}
-    out = {}
-    for k, val in feed_dict.items():
-        if isinstance(k, str):
-            name = k
-        elif hasattr(k, "name"):
-            name = k.name
-        else:
-            raise TypeError(f"feed_dict key {k!r} must be a name (str) or have a .name")
-        out[name[:-2] if name.endswith(":0") else name] = val
-    return out
 
 
 def _wire_dtype_of(v: Any) -> np.dtype:

@@ -6,54 +6,22 @@ and pulls on C++ threads that never take the GIL; its Python thread sits in :met
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import threading
-import weakref
 from typing import Any
 
 from psrt import _core
 from psrt.distribute.cluster_spec import ClusterSpec
 from psrt.framework import errors
+from psrt.framework.protos import ConfigProto
 from psrt.runtime import auth as _auth
+from psrt.runtime import targets as _targets
 
 _logger = logging.getLogger("psrt")
-_targets: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
 
 EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
-
-
-def _lookup_target(target: str) -> "Server | None":
-    return _targets.get(target)
-
-
-def cluster_def_json(cluster: ClusterSpec, job: str, task: int) -> str:
-    """The cluster definition a task's server answers to CLUSTER_INFO (docs/protocol.md):
-    ``{"cluster": {job: {"index": "host:port"}}, "job_name": job, "task_index": task}``."""
-    jobs = {j: {str(i): cluster.task_address(j, i) for i in cluster.task_indices(j)}
-            for j in cluster.jobs}
-    return json.dumps({"cluster": jobs, "job_name": job, "task_index": task}, sort_keys=True)
-
-
-def cluster_from_json(raw: bytes, target: str) -> ClusterSpec | None:
-    """The ClusterSpec of a CLUSTER_INFO reply (None when the task has none).
-
-    Raises:
-        InvalidArgumentError: the reply is not a cluster definition (naming ``target``).
-    """
-    if not raw:
-        return None
-    try:
-        d = json.loads(raw.decode("utf-8"))
-        jobs = {str(j): {int(i): str(a) for i, a in tasks.items()}
-                for j, tasks in d["cluster"].items()}
-        return ClusterSpec(jobs)
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise errors.InvalidArgumentError(
-            None, None, f"the task at {target} answered CLUSTER_INFO with something that is "
-                        f"not a cluster definition ({e})") from e
 
 
 def _split_port(job: str, index: int, address: str) -> tuple[str, int]:
@@ -76,7 +44,10 @@ class Server:
         task_index: This task's index; may be omitted when the job has one task.
         protocol: Accepted for TF compatibility ("grpc" or None); psrt speaks its own TCP
             protocol (docs/protocol.md).
-        config: Accepted for TF compatibility.
+        config: A :class:`psrt.ConfigProto` (TF's ``config``); the server reads its job secret
+            (``auth_secret``), ``hello_timeout_secs``, ``idle_timeout_secs``,
+            ``max_connections``, ``chunk_bytes``, ``max_inflight_bytes`` and
+            ``stall_timeout_secs``. Anything else (None, TF's own proto) means the defaults.
         start: Start serving at once (default True).
 
     Raises:
@@ -113,8 +84,6 @@ class Server:
         self._host, self._port = _split_port(job_name, self._task, self._address)
         self._core: _core.Server | None = None
         self._lock = threading.Lock()
-        from psrt.runtime.session import ConfigProto  # noqa: PLC0415 (session imports server lazily)
-
         self._config = config if isinstance(config, ConfigProto) else ConfigProto()
         self._secret = _auth.resolve_secret(self._config.auth_secret)
         if start:
@@ -182,8 +151,9 @@ class Server:
                 self._cluster = ClusterSpec(d)
                 self._port = self._core.port
             # What a Session('grpc://<this task>') in another process learns from CLUSTER_INFO.
-            self._core.set_cluster_def(cluster_def_json(self._cluster, self._job, self._task))
-            _targets[self.target] = self
+            self._core.set_cluster_def(
+                _targets.cluster_def_json(self._cluster, self._job, self._task))
+            _targets.register(self.target, self)
             # TF's server logs this line ("Started server with target: grpc://...").
             host = f"[{self._host}]" if ":" in self._host else self._host
             _logger.info("Started server with target: %s (%s, listening on %s:%d)",

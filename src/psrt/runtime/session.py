@@ -3,8 +3,8 @@
 This module holds the connections: the session's target and cluster, which ps task each
 variable lives on, registration of variables there, checkpoint state, lifetime, and
 ``run``. What a run does with its fetches (pull, compute, push) is the executor's
-(``psrt/executor.py``); the placeholders and derived tensors a script builds are the
-graph's (``psrt/graph.py``). Nothing here touches a socket: the C++ client
+(``psrt/runtime/executor.py``); the placeholders and derived tensors a script builds are the
+graph's (``psrt/framework/tensor.py``). Nothing here touches a socket: the C++ client
 (psrt._core.Client) does every transfer with the GIL released.
 """
 
@@ -18,13 +18,17 @@ from typing import Any, Iterable
 import numpy as np
 
 from psrt import _core
-from psrt.framework import dtypes as _dtypes
+from psrt.distribute.cluster_spec import ClusterSpec
 from psrt.framework import errors
 from psrt.framework.device import DeviceSpec
+from psrt.framework.ops import Graph, get_default_graph
+from psrt.framework.protos import ConfigProto
 from psrt.ops import dynamic_embedding as _de
-from psrt.ops.variables import Graph, PartitionedVariable, Variable, get_default_graph
+from psrt.ops.variables import PartitionedVariable, Variable
 from psrt.runtime import auth as _auth
 from psrt.runtime import malloc as _malloc
+from psrt.runtime import tables as _tables
+from psrt.runtime import targets as _targets
 from psrt.runtime.executor import Executor, _part_views, _wire_dtype_of
 
 _logger = logging.getLogger("psrt")
@@ -35,93 +39,6 @@ _CONNECT_FIRST_LOG_SECS = 2.0
 _CONNECT_LOG_SECS = 10.0
 
 
-
-class ConfigProto:
-    """Session options (the part of ``tf.ConfigProto`` psrt uses).
-
-    Args:
-        operation_timeout_in_ms: Deadline of one ``run`` round trip, in milliseconds; 0 or
-            negative: none (TF's default). A ps task that stops answering then fails the run
-            with DeadlineExceededError.
-        connect_timeout_secs: How long a new session waits for its ps tasks to accept
-            connections, in seconds (default 300). Past it: UnavailableError naming the task.
-        cluster_def: The cluster (a ClusterSpec or its dict), as TF's
-            ``ConfigProto.cluster_def``: lets a process without a Server of its own reach
-            every task its variables are placed on.
-        sync_timeout_secs: psrt only. How long one run of a ``SyncReplicasOptimizer`` train
-            op waits for the other replicas' gradients to complete its step, in seconds
-            (default 300; must be > 0). Past it the run raises DeadlineExceededError naming
-            the step, the missing gradients, the variable and its ps task. A positive
-            ``operation_timeout_in_ms`` takes precedence.
-        heartbeat_timeout_secs: psrt only (as ps-lite's and gloo's heartbeats; TF1 has none).
-            A session pings each ps task over a second connection; one that leaves a ping
-            unanswered this long (a stopped or hung process, a vanished host) fails the
-            pending run with UnavailableError naming ``/job:ps/task:K`` and its address, which
-            MonitoredTrainingSession recovers from like a lost ps task. Default 20 s; 0
-            disables it. Long pushes and synchronous waits never count as silence.
-        auth_secret: psrt only. The job's shared secret (str or bytes) for sessions and
-            servers made with this config; default: ``PSRT_AUTH_SECRET``, else the file named
-            by ``PSRT_AUTH_SECRET_FILE``, else none. With a secret, every connection proves
-            it knows it (HMAC-SHA256 challenge-response) before any request is served.
-        hello_timeout_secs, idle_timeout_secs, max_connections: psrt only, for servers made
-            with this config: a peer that has not completed HELLO (and authentication) within
-            ``hello_timeout_secs`` (default 10) is closed; a connection with no request for
-            ``idle_timeout_secs`` (default 600) whose task sends no heartbeat either is
-            closed; at most ``max_connections`` (default 1024) are served at once, and a
-            peer past it gets ResourceExhaustedError. 0 disables a limit.
-        max_inflight_bytes, chunk_bytes, stall_timeout_secs: psrt only, for servers made
-            with this config. A dense push, assign or initial value larger than
-            ``chunk_bytes`` (default 512 KiB: the smallest chunk at which a 4 MB push+apply
-            ran at >= 0.9x a raw socket in benchmarks/test_bench_transport.py; 4 MiB, BytePS's
-            partition size, left a single-chunk push unable to overlap its apply, 0.56-0.64x)
-            is read and applied chunk by chunk, each chunk whole, while the next one arrives,
-            so no frame limit caps a variable. All connections together hold at most
-            ``max_inflight_bytes`` (default 256 MiB: 512 chunks in flight) of received payload not yet applied; past it the ps stops reading its
-            sockets and senders wait, so its memory does not grow with the number of workers.
-            A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
-            (default 60) is dropped and its buffers freed.
-        device_filters, allow_soft_placement, log_device_placement, ...: accepted and
-            ignored, for TF compatibility.
-
-    Raises:
-        ValueError: ``sync_timeout_secs`` is not > 0, or a timeout or limit is negative.
-    """
-
-    def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
-                 cluster_def: Any = None, sync_timeout_secs: float = 300.0,
-                 heartbeat_timeout_secs: float = 20.0, auth_secret: str | bytes | None = None,
-                 hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
-                 max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
-                 chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
-                 **ignored: Any) -> None:
-        self.operation_timeout_in_ms = int(operation_timeout_in_ms)
-        self.cluster_def = cluster_def
-        self.connect_timeout_secs = float(connect_timeout_secs)
-        for name, value in (("heartbeat_timeout_secs", heartbeat_timeout_secs),
-                            ("hello_timeout_secs", hello_timeout_secs),
-                            ("idle_timeout_secs", idle_timeout_secs),
-                            ("max_connections", max_connections),
-                            ("stall_timeout_secs", stall_timeout_secs)):
-            if not float(value) >= 0:
-                raise ValueError(f"{name} must be >= 0 (0 disables it); got {value!r}")
-        self.heartbeat_timeout_secs = float(heartbeat_timeout_secs)
-        self.auth_secret = auth_secret
-        self.hello_timeout_secs = float(hello_timeout_secs)
-        self.idle_timeout_secs = float(idle_timeout_secs)
-        self.max_connections = int(max_connections)
-        for name, value in (("max_inflight_bytes", max_inflight_bytes),
-                            ("chunk_bytes", chunk_bytes)):
-            if not int(value) >= 4096:
-                raise ValueError(f"{name} must be at least 4096 bytes; got {value!r}")
-        self.max_inflight_bytes = int(max_inflight_bytes)
-        self.chunk_bytes = int(chunk_bytes)
-        self.stall_timeout_secs = float(stall_timeout_secs)
-        if not float(sync_timeout_secs) > 0:
-            raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
-        self.sync_timeout_secs = float(sync_timeout_secs)
-        self.ignored = ignored
-
-
 def _parse_target(target: str) -> str:
     for prefix in ("psrt://", "grpc://"):
         if target.startswith(prefix):
@@ -129,7 +46,7 @@ def _parse_target(target: str) -> str:
     return target
 
 
-class Session(Executor):
+class Session:
     """A connection from this process to the ps tasks, as ``tf.Session``.
 
     Args:
@@ -148,8 +65,6 @@ class Session(Executor):
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        from psrt.runtime import server as _server  # noqa: PLC0415 (server imports session lazily)
-
         # A training loop's arrays reuse heap memory instead of page-faulting in (_malloc.py).
         _malloc.fix_thresholds()
         self._graph = graph or get_default_graph()
@@ -167,15 +82,13 @@ class Session(Executor):
             self._default_address = f"127.0.0.1:{self._own_server.port}"
         else:
             address = _parse_target(target)
-            srv = _server._lookup_target(target)
+            srv = _targets.lookup(target)
             if srv is not None:
                 self._cluster = srv.server_def_cluster
                 self._self_task = (srv.job_name, srv.task_index)
                 if self._config.auth_secret is None and srv._secret:
                     secret = srv._secret  # the Server's config named the job's secret
             elif self._config.cluster_def is not None:
-                from psrt.distribute.cluster_spec import ClusterSpec  # noqa: PLC0415
-
                 self._cluster = ClusterSpec(self._config.cluster_def)
             self._default_address = address
         job, task = self._self_task or ("client", 0)
@@ -187,7 +100,7 @@ class Session(Executor):
         self._handles: dict[int, int] = {}        # id(Variable) -> client handle
         self._vars_by_handle: dict[int, Variable] = {}
         self._shard_of: dict[int, int] = {}       # handle -> shard
-        self._init_executor()
+        self._executor = Executor(self)
         self._register(self._graph.get_collection("variables"))
 
     # ---- placement and registration ------------------------------------------------------
@@ -251,10 +164,8 @@ class Session(Executor):
             self._connect(len(self._shards), self._default_address, name)
             self._shards[key] = len(self._shards)
             self._shard_names.append(name)
-        from psrt.runtime import server as _server  # noqa: PLC0415 (server imports session lazily)
-
         raw = self._client.cluster_info(self._shards[key])
-        cluster = _server.cluster_from_json(raw, self._target)
+        cluster = _targets.cluster_from_json(raw, self._target)
         if cluster is not None:
             _logger.debug("session target %s belongs to cluster %s", self._target,
                           cluster.as_dict())
@@ -298,19 +209,8 @@ class Session(Executor):
         for v in var_list:
             if not init and id(v) in self._handles:
                 continue
-            opt = v._optimizer
-            kernel = opt._kernel if opt is not None else ""
-            hyper = opt._hyper() if opt is not None else {}
-            if v._sync is not None:
-                hyper = {**hyper, "replicas_to_aggregate": float(v._sync[0]),
-                         "total_num_replicas": float(v._sync[1])}
-            value = v._ps_initial_value() if init else None  # a value, or a spec the ps computes
-            table_params = getattr(v, "_table_params", None)
-            if table_params is not None:  # a dynamic table's shard: its spec always travels
-                hyper = {**hyper, **table_params(init)}
-                value = v._ps_initial_value()
-            entries.append((self._shard_for(v), v.name, _dtypes.WIRE_NAMES[_wire_dtype_of(v)], v.shape, kernel,
-                            hyper, value))
+            dtype, shape, kernel, hyper, value = v._ps_spec(init)
+            entries.append((self._shard_for(v), v.name, dtype, shape, kernel, hyper, value))
             owners.append(v)
         if entries:
             results = self._client.register(entries)
@@ -364,7 +264,7 @@ class Session(Executor):
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        return self._execute(fetches, feed_dict)
+        return self._executor.execute(fetches, feed_dict)
 
     def pull_rows(self, var: Variable, ids: Any) -> np.ndarray:
         """Rows ``ids`` of ``var`` (array [len(ids), *var.shape[1:]]), pulled from its ps task
@@ -441,7 +341,7 @@ class Session(Executor):
             for slot, (hl, ol) in by_slot.items():
                 self._client.pull(hl, ol, slot)
             for table in _de.tables_of(variables):
-                out.update(_de.read_state(self, table))
+                out.update(_tables.read_state(self, table))
         return out
 
     def _psrt_write_state(self, variables: Iterable[Any], tensors: dict[str, np.ndarray]) -> None:
@@ -476,8 +376,8 @@ class Session(Executor):
                 # nothing pending), so the workers' next gradients are not judged stale.
                 self._client.assign(hl, ol, slot, restore=True)
             for table in _de.tables_of(variables):
-                _de.write_state(self, table, tensors)
-            self._invalidate(touched)
+                _tables.write_state(self, table, tensors)
+            self._executor._invalidate(touched)
 
     def _psrt_worker_done(self) -> None:
         """Tells every connected task that this worker finished (psrt's job-end opt-in)."""

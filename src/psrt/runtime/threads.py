@@ -1,4 +1,4 @@
-"""BLAS threads of tasks that share a host (issue 13, item 9).
+"""BLAS threads of tasks that share a host.
 
 numpy's BLAS (OpenBLAS, MKL) starts one thread per CPU in every process. Several workers
 started by hand on one machine then fight over the CPUs, and a small matmul per step runs
@@ -14,6 +14,8 @@ import logging
 import os
 import socket
 from typing import Any
+
+from psrt.runtime import targets as _targets
 
 _logger = logging.getLogger("psrt")
 
@@ -52,9 +54,7 @@ def share_blas_threads(master: str) -> None:
     global _done, _limiter
     if _done or any(v in os.environ for v in _THREAD_ENV_VARS):
         return
-    from psrt.runtime import server as _server  # noqa: PLC0415
-
-    srv = _server._lookup_target(master) if master else None
+    srv = _targets.lookup(master) if master else None
     if srv is None or srv.job_name not in ("worker", "chief", "master"):
         return
     _done = True

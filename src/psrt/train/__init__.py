@@ -1,31 +1,6 @@
-"""The ``tf.train`` namespace: re-exports only."""
+"""The ``tf.train`` namespace: re-exports only (docs/architecture.md)."""
 
-from psrt.distribute.cluster_spec import (
-    ClusterSpec,
-    SlurmClusterResolver,
-    TaskRole,
-    cluster_spec_from_tf_config,
-    task_role_from_slurm,
-    task_role_from_tf_config,
-)
-from psrt.training.basic_session_run_hooks import (
-    CheckpointSaverHook,
-    CheckpointSaverListener,
-    FeedFnHook,
-    FinalOpsHook,
-    GlobalStepWaiterHook,
-    LoggingTensorHook,
-    NanLossDuringTrainingError,
-    NanTensorHook,
-    SecondOrStepTimer,
-    SessionRunArgs,
-    SessionRunContext,
-    SessionRunHook,
-    SessionRunValues,
-    StepCounterHook,
-    StopAtStepHook,
-    SummarySaverHook,
-)
+from psrt.framework import missing as _missing
 from psrt.checkpoint.saver import (
     Saver,
     checkpoint_exists,
@@ -36,41 +11,39 @@ from psrt.checkpoint.saver import (
     load_variable,
     update_checkpoint_state,
 )
-from psrt.training.monitored_session import (
-    ChiefSessionCreator,
-    MonitoredSession,
-    MonitoredTrainingSession,
-    Scaffold,
-    SessionCreator,
-    SessionManager,
-    SingularMonitoredSession,
-    Supervisor,
-    WorkerSessionCreator,
+from psrt.distribute.cluster_spec import (
+    ClusterSpec,
+    SlurmClusterResolver,
+    TaskRole,
+    cluster_spec_from_tf_config,
+    task_role_from_slurm,
+    task_role_from_tf_config,
 )
-from psrt.training.optimizer import (
-    AdagradOptimizer,
-    AdamOptimizer,
-    GradientDescentOptimizer,
-    MomentumOptimizer,
-    Optimizer,
-    SyncReplicasOptimizer,
+from psrt.framework.device import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
 )
-from psrt.framework.device import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
-from psrt.training.coordinator import Coordinator
 from psrt.framework.protos import ServerDef
-from psrt.training.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
 from psrt.runtime.server import Server
-from psrt.training.training_util import assert_global_step, create_global_step, get_global_step, get_or_create_global_step, global_step
-
-# -- TF1's other optimizers, learning-rate schedules, moving averages (issue 13 item 4, "opt")
-from psrt.training.optimizer import (
-    AdadeltaOptimizer,
-    AdagradDAOptimizer,
-    FtrlOptimizer,
-    ProximalAdagradOptimizer,
-    ProximalGradientDescentOptimizer,
-    RMSPropOptimizer,
+from psrt.training.adadelta import AdadeltaOptimizer
+from psrt.training.adagrad import AdagradOptimizer
+from psrt.training.adagrad_da import AdagradDAOptimizer
+from psrt.training.adam import AdamOptimizer
+from psrt.training.basic_session_run_hooks import (
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
 )
+from psrt.training.coordinator import Coordinator
+from psrt.training.ftrl import FtrlOptimizer
+from psrt.training.gradient_descent import GradientDescentOptimizer
 from psrt.training.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
@@ -79,11 +52,124 @@ from psrt.training.learning_rate_decay import (
     piecewise_constant,
     polynomial_decay,
 )
+from psrt.training.momentum import MomentumOptimizer
+from psrt.training.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from psrt.training.moving_averages import ExponentialMovingAverage
-# -- end "opt"
-
-from psrt.framework import missing as _missing
-
-__all__ = [n for n in dir() if not n.startswith("_")]
+from psrt.training.optimizer import Optimizer
+from psrt.training.proximal_adagrad import ProximalAdagradOptimizer
+from psrt.training.proximal_gradient_descent import ProximalGradientDescentOptimizer
+from psrt.training.queue_runner import (
+    FIFOQueue,
+    QueueRunner,
+    add_queue_runner,
+    start_queue_runners,
+)
+from psrt.training.rmsprop import RMSPropOptimizer
+from psrt.training.saver_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    SummarySaverHook,
+)
+from psrt.training.session_manager import SessionManager
+from psrt.training.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
+from psrt.training.supervisor import Supervisor
+from psrt.training.sync_replicas_optimizer import SyncReplicasOptimizer
+from psrt.training.training_util import (
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
 
 __getattr__ = _missing.module_getattr("psrt.train")  # TF1 names psrt lacks: what instead
+
+
+__all__ = [
+    "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "ChiefSessionCreator",
+    "ClusterSpec",
+    "Coordinator",
+    "ExponentialMovingAverage",
+    "FIFOQueue",
+    "FeedFnHook",
+    "FinalOpsHook",
+    "FtrlOptimizer",
+    "GlobalStepWaiterHook",
+    "GradientDescentOptimizer",
+    "GreedyLoadBalancingStrategy",
+    "LoggingTensorHook",
+    "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
+    "QueueRunner",
+    "RMSPropOptimizer",
+    "Saver",
+    "Scaffold",
+    "SecondOrStepTimer",
+    "Server",
+    "ServerDef",
+    "SessionCreator",
+    "SessionManager",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "SlurmClusterResolver",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
+    "Supervisor",
+    "SyncReplicasOptimizer",
+    "TaskRole",
+    "WorkerSessionCreator",
+    "add_queue_runner",
+    "assert_global_step",
+    "byte_size_load_fn",
+    "checkpoint_exists",
+    "cluster_spec_from_tf_config",
+    "cosine_decay",
+    "create_global_step",
+    "exponential_decay",
+    "get_checkpoint_state",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "inverse_time_decay",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "natural_exp_decay",
+    "piecewise_constant",
+    "polynomial_decay",
+    "replica_device_setter",
+    "start_queue_runners",
+    "task_role_from_slurm",
+    "task_role_from_tf_config",
+    "update_checkpoint_state",
+]

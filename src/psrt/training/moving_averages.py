@@ -27,8 +27,9 @@ from psrt.framework.device import device as _device
 from psrt.framework.ops import GraphKeys
 from psrt.framework.tensor import Tensor, custom_gradient, py_func
 from psrt.ops import variables as _variables
+from psrt.ops.training_ops import TrainOp
 from psrt.ops.variables import PartitionedVariable, Variable
-from psrt.training.optimizer import GradientDescentOptimizer, TrainOp
+from psrt.training.gradient_descent import GradientDescentOptimizer
 
 __all__ = ["ExponentialMovingAverage"]
 

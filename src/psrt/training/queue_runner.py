@@ -39,7 +39,6 @@ import numpy as np
 
 from psrt.framework import errors
 from psrt.framework import ops as _ops
-from psrt.ops import variables as _variables
 from psrt.training.coordinator import Coordinator
 
 __all__ = ["FIFOQueue", "QueueRunner", "add_queue_runner", "start_queue_runners"]
@@ -53,7 +52,7 @@ class _QueueOp:
 
     def __init__(self, queue: "FIFOQueue", name: str, run: Callable[[], Any]) -> None:
         self.queue = queue
-        self.name = _variables.get_default_graph().unique_name(f"{queue.name}_{name}")
+        self.name = _ops.get_default_graph().unique_name(f"{queue.name}_{name}")
         self._run = run
 
     def __call__(self) -> Any:
@@ -96,7 +95,7 @@ class FIFOQueue:
         self._closed = False
         self._cancelled = False
         self.names = names
-        self.name = _variables.get_default_graph().unique_name(name)
+        self.name = _ops.get_default_graph().unique_name(name)
 
     @property
     def capacity(self) -> int:
@@ -322,7 +321,7 @@ class QueueRunner:
 def add_queue_runner(qr: QueueRunner,
                      collection: str = _ops.GraphKeys.QUEUE_RUNNERS) -> None:
     """Adds ``qr`` to the graph collection ``collection`` (default ``QUEUE_RUNNERS``)."""
-    _variables.get_default_graph().add_to_collection(collection, qr)
+    _ops.get_default_graph().add_to_collection(collection, qr)
 
 
 def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
@@ -335,6 +334,6 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
     threads per session); psrt's queue ops run in the process, so any object, or None,
     will do."""
     threads: list[threading.Thread] = []
-    for qr in _variables.get_default_graph().get_collection(collection):
+    for qr in _ops.get_default_graph().get_collection(collection):
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads

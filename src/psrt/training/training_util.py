@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
 from psrt.framework.ops import GLOBAL_STEP, GLOBAL_VARIABLES, Graph, get_default_graph
-from psrt.ops.variables import Variable, _logger
+from psrt.ops.variables import Variable
+
+_logger = logging.getLogger("psrt")
 
 
 def get_global_step(graph: Graph | None = None) -> Variable | None:

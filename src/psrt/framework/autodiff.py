@@ -1,0 +1,387 @@
+"""Running and differentiating the graph of forward numpy code that psrt.Tensor ops build.
+
+A :class:`Plan` orders the nodes a set of tensors needs; :func:`evaluate` computes them from
+the run's feeds and variable values; :func:`value_and_gradients` traces the same computation
+with autograd (HIPS) and returns the loss with its gradients with respect to the variables, as
+``tf.gradients`` does for a TF1 graph. What a session run does with them is the executor's
+business (psrt/runtime/executor.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from psrt.framework import dtypes as _dtypes
+from psrt.framework import errors
+from psrt.framework.ops import Graph, VariableBase
+from psrt.framework.tensor import (
+    Node,
+    RunInput,
+    Tensor,
+    _shape_str,
+    _shape_tuple_str,
+)
+
+
+class Plan:
+    """What computing some tensors needs: the ops in dependency order, the variables they
+    read, the placeholders that must be fed. Built once per set of tensors and cached; a
+    run feeding a computed tensor gets a plan that stops there (TF prunes what a fed
+    tensor depends on)."""
+
+    __slots__ = ("nodes", "variables", "placeholders", "derived_names", "run_inputs",
+                 "lookups")
+
+    def __init__(self, targets: Iterable[Tensor], fed: Any = ()) -> None:
+        self.nodes: list[Node] = []
+        self.variables: list[Any] = []
+        self.placeholders: list[Tensor] = []
+        self.run_inputs: list[RunInput] = []
+        self.lookups: list[Node] = []
+        seen: set[int] = set()
+        seen_vars: set[int] = set()
+        stack: list[tuple[Node, bool]] = [(t.op, False) for t in reversed(list(targets))]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                self.nodes.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.type == "Placeholder" or node.name in fed:
+                if node.type == "Placeholder":
+                    self.placeholders.append(node.outputs[0])
+                self.nodes.append(node)
+                continue
+            stack.append((node, True))
+            for x in reversed(node.inputs):
+                if isinstance(x, Tensor):
+                    if id(x.op) not in seen:
+                        stack.append((x.op, False))
+                elif isinstance(x, VariableBase) and id(x) not in seen_vars:
+                    seen_vars.add(id(x))
+                    self.variables.append(x)
+                elif isinstance(x, RunInput):
+                    if not self.lookups or self.lookups[-1] is not node:
+                        self.lookups.append(node)
+                    if id(x) not in seen_vars:
+                        seen_vars.add(id(x))
+                        self.run_inputs.append(x)
+        self.derived_names = frozenset(n.name for n in self.nodes if n.type == "PyFunc")
+
+
+def plan_for(targets: Sequence[Tensor], feeds: dict[str, Any]) -> Plan:
+    """The :class:`Plan` of ``targets`` in a run with ``feeds``, checked: every placeholder
+    it needs is fed (or has a default), else TF's InvalidArgumentError, raised before
+    anything of the run executes. Cached on the first target."""
+    key = tuple(id(t) for t in targets)
+    plan = targets[0]._plans.get(key)
+    if plan is None:
+        plan = targets[0]._plans[key] = Plan(targets)
+    if feeds and not plan.derived_names.isdisjoint(feeds):
+        plan = Plan(targets, plan.derived_names.intersection(feeds))
+    for p in plan.placeholders:
+        if p.op.name not in feeds and not p.op.inputs:
+            raise missing_feed(p)
+    return plan
+
+
+def missing_feed(p: Tensor) -> errors.InvalidArgumentError:
+    """TF's error for an unfed placeholder (``tensorflow/core/kernels/placeholder_op.cc``)."""
+    dt = p.dtype
+    dname = _dtypes.TF_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
+    shape = "" if p.shape is None else f" and shape {_shape_str(p.shape)}"
+    return errors.InvalidArgumentError(
+        None, None, f"You must feed a value for placeholder tensor '{p.op.name}' with dtype "
+        f"{dname}{shape}")
+
+
+def convert_feed(p: Tensor, value: Any) -> Any:
+    """A placeholder's fed value as TF's session converts it: to its dtype, its shape
+    checked (ValueError "Cannot feed value of shape ...", as tensorflow/python/client/
+    session.py)."""
+    if p.dtype is not None:
+        arr = value if isinstance(value, np.ndarray) and value.dtype == p.dtype else \
+            np.asarray(value, dtype=p.dtype)
+    else:
+        arr = np.asarray(value)
+    if p.shape is not None:
+        ok = arr.ndim == len(p.shape) and all(d is None or d == n
+                                               for d, n in zip(p.shape, arr.shape))
+        if not ok:
+            raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
+                             f"'{p.name}', which has shape '{_shape_tuple_str(p.shape)}'")
+    return arr
+
+
+def feed_name(key: Any, graph: Graph | None = None) -> str:
+    """The name a ``feed_dict`` key stands for: a Tensor's op name, a name without ``:0``,
+    or the ``name`` of another object."""
+    if isinstance(key, Tensor):
+        return key.op.name
+    if isinstance(key, str):
+        name = key
+    elif hasattr(key, "name"):
+        name = key.name
+    else:
+        raise TypeError(f"feed_dict key {key!r} must be a placeholder, a name (str) or have "
+                        f"a .name")
+    return name[:-2] if name.endswith(":0") else name
+
+
+def evaluate(plan: Plan, var_values: dict[int, Any], feeds: dict[str, Any],
+             memo: dict[int, Any]) -> None:
+    """Computes every op of ``plan`` not in ``memo`` (keyed by id of Tensor), in order.
+    ``var_values`` maps id(variable) to its value in this run; fed tensors take their
+    feed."""
+    for node in plan.nodes:
+        outs = node.outputs
+        if id(outs[0]) in memo:
+            continue
+        if node.type == "Placeholder":
+            if node.name in feeds:
+                memo[id(outs[0])] = feeds[node.name]
+            elif node.inputs:
+                memo[id(outs[0])] = node.inputs[0]
+            else:
+                raise missing_feed(outs[0])
+            continue
+        if node.name in feeds:
+            fed = feeds[node.name]
+            if node._single:
+                memo[id(outs[0])] = np.asarray(fed) if node._dtypes[0] is None else \
+                    np.asarray(fed, node._dtypes[0])
+                continue
+        args = []
+        for x in node.inputs:
+            if isinstance(x, Tensor):
+                args.append(memo[id(x)])
+            elif isinstance(x, (VariableBase, RunInput)):
+                args.append(var_values[id(x)])
+            else:
+                args.append(x)
+        try:
+            result = node.func(*args)
+        except TypeError as e:
+            if "ArrayBox" in str(e):
+                raise TypeError(
+                    f"op '{node.name}' ({getattr(node.func, '__name__', 'py_func')}) cannot "
+                    f"be differentiated by autograd: compute with autograd.numpy ('import "
+                    f"autograd.numpy as np'), without float()/int() or in-place writes on "
+                    f"values that depend on the variables, or give the function a "
+                    f"psrt.custom_gradient ({e})") from e
+            raise
+        if node._single:
+            memo[id(outs[0])] = _convert_output(node, 0, result)
+        else:
+            if not isinstance(result, (list, tuple)) or len(result) != len(outs):
+                raise errors.InvalidArgumentError(
+                    None, None, f"op '{node.name}' returned {_count(result)} values, but "
+                    f"expects to see {len(outs)} values")
+            for i, (t, r) in enumerate(zip(outs, result)):
+                memo[id(t)] = _convert_output(node, i, r)
+
+
+def _count(result: Any) -> int:
+    return len(result) if isinstance(result, (list, tuple)) else 1
+
+
+def _convert_output(node: Node, i: int, value: Any) -> Any:
+    dt = node._dtypes[i]
+    if dt is None:
+        return value
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == dt else value.astype(dt)
+    if isinstance(value, (np.generic, int, float, bool, list, tuple)):
+        return np.asarray(value, dt)
+    # A traced value (autograd's box): cast only if needed, keeping the trace.
+    inner = getattr(value, "_value", None)
+    if inner is not None and getattr(inner, "dtype", dt) != dt:
+        return value.astype(dt)
+    return value
+
+
+def _traced(node: Node, act: list[int], var_values: dict[int, Any], feeds: dict[str, Any],
+            vals: dict[int, Any]) -> Callable[[Any], list[Any]]:
+    """Runs ``node`` with its arguments at positions ``act`` traced by autograd, leaves its
+    outputs (plain values) in ``vals`` and returns its gradient function: ``dy`` (a list
+    of them for a multi-output op) to one gradient or None per argument."""
+    from autograd.core import VJPNode, add_outgrads, getval, toposort  # noqa: PLC0415
+    from autograd.tracer import isbox, new_box, trace_stack  # noqa: PLC0415
+
+    ins = node.inputs
+    local: dict[int, Any] = {}
+    overlay = dict(var_values)
+    roots = []
+    with trace_stack.new_trace() as trace:
+        for i, x in enumerate(ins):
+            if isinstance(x, Tensor):
+                local[id(x)] = vals[id(x)]
+        for i in act:
+            x = ins[i]
+            root = VJPNode.new_root()
+            roots.append(root)
+            if isinstance(x, Tensor):
+                local[id(x)] = new_box(vals[id(x)], trace, root)
+            else:
+                overlay[id(x)] = new_box(var_values[id(x)], trace, root)
+        evaluate(_OneNode(node), overlay, feeds, local)  # type: ignore[arg-type]
+    ends = [local[id(t)] for t in node.outputs]
+    for t, e in zip(node.outputs, ends):
+        vals[id(t)] = getval(e)
+    root_pos = {id(r): i for r, i in zip(roots, act)}
+
+    def backprop(end: Any, dy: Any, out: list[Any]) -> None:
+        if not (isbox(end) and end._trace == trace):
+            return
+        outgrads: dict[Any, Any] = {end._node: (dy, False)}
+        for vjp_node in toposort(end._node):
+            og = outgrads.pop(vjp_node)
+            if not vjp_node.parents:
+                i = root_pos.get(id(vjp_node))
+                if i is not None:
+                    out[i] = og[0] if out[i] is None else out[i] + og[0]
+                continue
+            for parent, g in zip(vjp_node.parents, vjp_node.vjp(og[0])):
+                outgrads[parent] = add_outgrads(outgrads.get(parent), g)
+
+    def grad_fn(dy: Any) -> list[Any]:
+        out: list[Any] = [None] * len(ins)
+        if node._single:
+            backprop(ends[0], dy, out)
+        else:
+            for end, d in zip(ends, dy):
+                if d is not None:
+                    backprop(end, d, out)
+        return out
+    return grad_fn
+
+
+def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
+                      var_values: dict[int, Any], feeds: dict[str, Any]
+                      ) -> tuple[list[Any], bool]:
+    """``(program, loss_active)``: whether ``loss`` depends on ``diff_vars``, and how
+    :func:`value_and_gradients` runs each op of ``plan``: ``(0, node, one-op plan, None,
+    None)`` plainly, ``(3, node, id of its output, default, None)`` a fed placeholder,
+    ``(1, node, needs, sources, back)`` with its own gradient (``sources``: per argument
+    ``(0, id)`` a tensor, ``(1, id)`` a variable's value, ``(2, constant)``), or ``(2, node,
+    needs, None, back)`` traced; ``back`` is ``(output id, or a tuple of them for a
+    multi-output op; ((position, id) of each input whose gradient is wanted))``. Built once per loss plan and set of differentiated
+    variables, and kept with the loss's cached plans (a plan pruned by this run's feeds is
+    not kept)."""
+    key = ("gradients", id(plan)) + tuple(map(id, diff_vars))
+    cached = loss._plans.get(key)
+    if cached is not None:
+        return cached
+    active: set[int] = {id(v) for v in diff_vars}
+    program: list[tuple[Any, ...]] = []
+    for node in plan.nodes:
+        ins = node.inputs
+        act = tuple(i for i, x in enumerate(ins) if id(x) in active) \
+            if node.type == "PyFunc" and node.name not in feeds else ()
+        if node.type == "Placeholder" and node.name in feeds:
+            program.append((3, node, id(node.outputs[0]), ins[0] if ins else None, None))
+            continue
+        if not act:
+            program.append((0, node, _OneNode(node), None, None))
+            continue
+        # What the backward pass needs: the output ids, and (position, id) of each input
+        # whose gradient is wanted.
+        back = (id(node.outputs[0]) if node._single else tuple(id(t) for t in node.outputs),
+                tuple((i, id(ins[i])) for i in act))
+        if node.vjp is not None and node._single:
+            srcs = tuple((0, id(x)) if isinstance(x, Tensor) else
+                         (1, id(x)) if id(x) in var_values else (2, x) for x in ins)
+            program.append((1, node, act, srcs, back))
+        else:
+            program.append((2, node, list(act), None, back))
+        active.update(id(t) for t in node.outputs)
+    result = (program, id(loss) in active)
+    if loss._plans.get((id(loss),)) is plan:
+        loss._plans[key] = result
+    return result
+
+
+class _OneNode:
+    """A plan of one op, to run :func:`evaluate` on it alone."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, node: Node) -> None:
+        self.nodes = [node]
+
+
+def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
+                        var_values: dict[int, Any], feeds: dict[str, Any],
+                        memo: dict[int, Any], known: dict[int, Any] | None = None
+                        ) -> tuple[Any, list[Any]]:
+    """``loss``'s value and its gradient for each of ``diff_vars`` (arrays of each
+    variable's dtype; zeros for a variable the loss reads but does not depend on), by
+    reverse-mode autodiff over the plan's ops. Every tensor computed on the way is left in
+    ``memo`` for other fetches of the run. A non-scalar loss is summed, as
+    ``tf.gradients``. ``known`` holds tensor values (by id) already computed in this run
+    that do not depend on ``diff_vars``: their ops are not run again.
+
+    An op that reads no differentiated value runs plainly. An op with its own gradient
+    (``Node.vjp``: psrt.nn's fused ops, the tensor operators, custom_gradient functions)
+    runs it with no tracing; any other op is traced alone by autograd. The backward pass
+    then walks the ops in reverse, as TF's ``gradients`` walks the graph: the Python cost
+    per step is one call per op, not one per numpy call inside the ops."""
+    vals: dict[int, Any] = dict(known) if known else {}   # id(Tensor) -> value this step
+    tape: list[tuple[Any, Any]] = []
+    program, loss_active = _gradient_program(plan, loss, diff_vars, var_values, feeds)
+    for kind, node, act, srcs, back in program:
+        if kind == 1:      # has its own gradient
+            y, grad_fn = node.vjp(act, *[vals[k] if s == 0 else var_values[k] if s == 1
+                                         else k for s, k in srcs])
+            vals[back[0]] = y if node._dtypes[0] is None else _convert_output(node, 0, y)
+        elif kind == 3:    # a placeholder: its feed or default
+            vals[act] = feeds[node.name] if node.name in feeds else srcs
+            continue
+        elif kind == 0:    # reads nothing differentiated: runs plainly
+            evaluate(act, var_values, feeds, vals)  # act: an _OneNode
+            continue
+        else:              # traced by autograd
+            grad_fn = _traced(node, act, var_values, feeds, vals)
+        tape.append((back, grad_fn))
+    value = vals[id(loss)]
+    if memo:
+        for key, val in vals.items():
+            memo.setdefault(key, val)
+    else:
+        memo.update(vals)
+    cotangents: dict[int, Any] = {}
+    if loss_active:
+        cotangents[id(loss)] = np.ones_like(value)
+    for (outs, wanted), grad_fn in reversed(tape):
+        if outs.__class__ is int:
+            dy = cotangents.pop(outs, None)
+            if dy is None:
+                continue
+            gs = grad_fn(dy)
+        else:
+            dys = [cotangents.pop(k, None) for k in outs]
+            if all(d is None for d in dys):
+                continue
+            gs = grad_fn(dys)
+        if not isinstance(gs, (tuple, list)):
+            gs = (gs,)
+        for i, key in wanted:
+            g = gs[i] if i < len(gs) else None
+            if g is None:
+                continue
+            prev = cotangents.get(key)
+            cotangents[key] = g if prev is None else prev + g
+    grads = [cotangents.get(id(v)) for v in diff_vars]
+    out = []
+    for v, g in zip(diff_vars, grads):
+        if g is None:
+            out.append(np.zeros(np.shape(var_values[id(v)]), v.dtype))
+        else:
+            g = np.asarray(g)
+            # np.require keeps a 0-d gradient 0-d (np.ascontiguousarray makes it 1-d).
+            out.append(g if g.dtype == v.dtype and g.flags.c_contiguous
+                       else np.require(g, v.dtype, "C"))
+    return value, out

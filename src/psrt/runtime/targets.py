@@ -1,0 +1,52 @@
+"""The servers this process started, by target (``grpc://host:port``), and the cluster
+definition a task tells its peers (CLUSTER_INFO, docs/protocol.md). A session or a monitored
+session finds the Server of its own target here, so it knows its cluster and task as TF's does
+with no cluster_def."""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import Any
+
+from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.framework import errors
+
+_targets: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+
+
+def register(target: str, server: Any) -> None:
+    """Records ``server`` (a started ``psrt.train.Server``) as the one serving ``target``."""
+    _targets[target] = server
+
+
+def lookup(target: str) -> Any:
+    """The started ``psrt.train.Server`` of this process serving ``target``, or None."""
+    return _targets.get(target)
+
+
+def cluster_def_json(cluster: ClusterSpec, job: str, task: int) -> str:
+    """The cluster definition a task's server answers to CLUSTER_INFO (docs/protocol.md):
+    ``{"cluster": {job: {"index": "host:port"}}, "job_name": job, "task_index": task}``."""
+    jobs = {j: {str(i): cluster.task_address(j, i) for i in cluster.task_indices(j)}
+            for j in cluster.jobs}
+    return json.dumps({"cluster": jobs, "job_name": job, "task_index": task}, sort_keys=True)
+
+
+def cluster_from_json(raw: bytes, target: str) -> ClusterSpec | None:
+    """The ClusterSpec of a CLUSTER_INFO reply (None when the task has none).
+
+    Raises:
+        InvalidArgumentError: the reply is not a cluster definition (naming ``target``).
+    """
+    if not raw:
+        return None
+    try:
+        d = json.loads(raw.decode("utf-8"))
+        jobs = {str(j): {int(i): str(a) for i, a in tasks.items()}
+                for j, tasks in d["cluster"].items()}
+        return ClusterSpec(jobs)
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"the task at {target} answered CLUSTER_INFO with something that is "
+                        f"not a cluster definition ({e})") from e
