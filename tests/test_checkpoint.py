@@ -17,6 +17,8 @@ import safetensors
 import safetensors.numpy
 
 import psrt
+from psrt.checkpoint import atomic_file
+from psrt.checkpoint import checkpoint_format as ckpt_format
 from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
@@ -126,8 +128,8 @@ def test_write_read_round_trip_dtypes_and_scalars(tmp_path):
         "py_float": 2.5,
     }
     path = tmp_path / "model.ckpt-150"
-    ckpt.write_checkpoint_file(path, tensors, metadata={"global_step": "150"})
-    out = ckpt.read_checkpoint_file(path)
+    ckpt_format.write_checkpoint_file(path, tensors, metadata={"global_step": "150"})
+    out = ckpt_format.read_checkpoint_file(path)
     assert list(out) == sorted(tensors)
     for k, v in tensors.items():
         v = np.asarray(v)
@@ -155,7 +157,7 @@ def test_write_read_round_trip_dtypes_and_scalars(tmp_path):
                                    np.int32, np.uint32, np.uint64, np.complex64])
 def test_other_dtypes_round_trip(tmp_path, dtype):
     value = (np.arange(6) * 3 + 1).astype(dtype).reshape(2, 3)
-    ckpt.write_checkpoint_file(tmp_path / "m", {"x": value})
+    ckpt_format.write_checkpoint_file(tmp_path / "m", {"x": value})
     reader = ckpt.load_checkpoint(tmp_path / "m")
     assert reader.get_variable_to_dtype_map() == {"x": np.dtype(dtype)}
     out = reader.get_tensor("x")
@@ -168,7 +170,7 @@ def test_write_noncontiguous_and_big_endian_arrays(tmp_path):
     strided = base[:, ::2]
     fortran = np.asfortranarray(np.arange(6, dtype=np.float64).reshape(2, 3))
     big = np.arange(5, dtype=">i8")
-    ckpt.write_checkpoint_file(tmp_path / "f", {"s": strided, "f": fortran, "big": big})
+    ckpt_format.write_checkpoint_file(tmp_path / "f", {"s": strided, "f": fortran, "big": big})
     out = safetensors.numpy.load_file(str(tmp_path / "f"))
     np.testing.assert_array_equal(out["s"], [[0, 2, 4], [6, 8, 10], [12, 14, 16], [18, 20, 22]])
     np.testing.assert_array_equal(out["f"], [[0, 1, 2], [3, 4, 5]])
@@ -179,42 +181,42 @@ def test_write_noncontiguous_and_big_endian_arrays(tmp_path):
 def test_write_rejects_bad_input(tmp_path):
     with pytest.raises(TypeError,
                        match=r"dtype <U1 not supported for checkpoint tensor 'x'.*float32"):
-        ckpt.write_checkpoint_file(tmp_path / "a", {"x": np.array(["a"])})
+        ckpt_format.write_checkpoint_file(tmp_path / "a", {"x": np.array(["a"])})
     with pytest.raises(TypeError, match="non-empty str"):
-        ckpt.write_checkpoint_file(tmp_path / "a", {3: np.zeros(1)})
+        ckpt_format.write_checkpoint_file(tmp_path / "a", {3: np.zeros(1)})
     with pytest.raises(ValueError, match="reserved"):
-        ckpt.write_checkpoint_file(tmp_path / "a", {"__metadata__": np.zeros(1)})
+        ckpt_format.write_checkpoint_file(tmp_path / "a", {"__metadata__": np.zeros(1)})
     with pytest.raises(TypeError, match="metadata must map str to str"):
-        ckpt.write_checkpoint_file(tmp_path / "a", {"x": np.zeros(1)}, metadata={"step": 3})
+        ckpt_format.write_checkpoint_file(tmp_path / "a", {"x": np.zeros(1)}, metadata={"step": 3})
     with pytest.raises(TypeError, match="mapping"):
-        ckpt.write_checkpoint_file(tmp_path / "a", [np.zeros(1)])
+        ckpt_format.write_checkpoint_file(tmp_path / "a", [np.zeros(1)])
     missing = tmp_path / "nodir" / "a"
     with pytest.raises(errors.NotFoundError, match="nodir"):
-        ckpt.write_checkpoint_file(missing, {"x": np.zeros(1)})
+        ckpt_format.write_checkpoint_file(missing, {"x": np.zeros(1)})
     assert listdir(tmp_path) == []
 
 
 def test_write_replaces_existing_file_atomically(tmp_path):
     path = tmp_path / "m"
-    ckpt.write_checkpoint_file(path, {"x": np.zeros(3, np.float32)})
-    ckpt.write_checkpoint_file(path, {"y": np.ones(2, np.int64)})
-    assert list(ckpt.read_checkpoint_file(path)) == ["y"]
+    ckpt_format.write_checkpoint_file(path, {"x": np.zeros(3, np.float32)})
+    ckpt_format.write_checkpoint_file(path, {"y": np.ones(2, np.int64)})
+    assert list(ckpt_format.read_checkpoint_file(path)) == ["y"]
     assert listdir(tmp_path) == ["m"]
 
 
 def test_read_errors(tmp_path):
     with pytest.raises(errors.NotFoundError, match="nope"):
-        ckpt.read_checkpoint_file(tmp_path / "nope")
+        ckpt_format.read_checkpoint_file(tmp_path / "nope")
     bad = tmp_path / "bad"
     bad.write_bytes(b"not a safetensors file at all")
     with pytest.raises(errors.DataLossError, match="not a valid safetensors file"):
-        ckpt.read_checkpoint_file(bad)
+        ckpt_format.read_checkpoint_file(bad)
     good = tmp_path / "good"
-    ckpt.write_checkpoint_file(good, {"x": np.arange(100, dtype=np.float64)})
+    ckpt_format.write_checkpoint_file(good, {"x": np.arange(100, dtype=np.float64)})
     data = good.read_bytes()
     (tmp_path / "torn").write_bytes(data[: len(data) - 17])
     with pytest.raises(errors.DataLossError, match="torn"):
-        ckpt.read_checkpoint_file(tmp_path / "torn")
+        ckpt_format.read_checkpoint_file(tmp_path / "torn")
     with pytest.raises(errors.DataLossError):
         ckpt.load_checkpoint(tmp_path / "torn")
 
@@ -310,12 +312,12 @@ def test_latest_checkpoint_requires_named_file(tmp_path):
     d = str(tmp_path)
     ckpt.update_checkpoint_state(d, os.path.join(d, "model.ckpt-7"))
     assert ckpt.latest_checkpoint(d) is None  # the state file names a missing file
-    ckpt.write_checkpoint_file(os.path.join(d, "model.ckpt-7"), {"x": np.zeros(1)})
+    ckpt_format.write_checkpoint_file(os.path.join(d, "model.ckpt-7"), {"x": np.zeros(1)})
     assert ckpt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
     assert ckpt.checkpoint_exists(os.path.join(d, "model.ckpt-7"))
     assert not ckpt.checkpoint_exists(os.path.join(d, "model.ckpt-8"))
     assert not ckpt.checkpoint_exists(d)
-    ckpt.write_checkpoint_file(os.path.join(d, "other-1"), {"x": np.zeros(1)})
+    ckpt_format.write_checkpoint_file(os.path.join(d, "other-1"), {"x": np.zeros(1)})
     ckpt.update_checkpoint_state(d, os.path.join(d, "other-1"), latest_filename="other_state")
     assert ckpt.latest_checkpoint(d, latest_filename="other_state") == os.path.join(d, "other-1")
     assert ckpt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
@@ -698,13 +700,13 @@ def _reap(proc):
 def test_stale_temp_files_are_cleaned_only_for_dead_processes(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    host = ckpt._host_tag()
+    host = atomic_file._host_tag()
     stale = tmp_path / (".m-1.psrt-tmp-%s-%d-0123abcd" % (host, dead.pid))
     live = tmp_path / (".m-1.psrt-tmp-%s-%d-0123abcd" % (host, os.getppid()))
     foreign = tmp_path / (".m-1.psrt-tmp-otherhost-%d-0123abcd" % dead.pid)
     for f in (stale, live, foreign):
         f.write_bytes(b"partial")
-    ckpt.write_checkpoint_file(tmp_path / "m-2", {"x": np.zeros(1)})
+    ckpt_format.write_checkpoint_file(tmp_path / "m-2", {"x": np.zeros(1)})
     assert not stale.exists()
     assert live.exists() and foreign.exists()
 
@@ -712,6 +714,7 @@ def test_stale_temp_files_are_cleaned_only_for_dead_processes(tmp_path):
 CHILD = textwrap.dedent("""
     import os, sys
     import numpy as np
+    from psrt.checkpoint import atomic_file
     from psrt.checkpoint import saver as ckpt
 
     d = sys.argv[1]
@@ -719,13 +722,13 @@ CHILD = textwrap.dedent("""
 
     # Test instrumentation: announce each atomic file write (checkpoint data, then the
     # state file) so the parent can kill at a known phase of a save.
-    _atomic_write = ckpt._atomic_write
+    _atomic_write = atomic_file._atomic_write
 
     def traced(path, write_temp):
         print("write", os.path.basename(path), flush=True)
         _atomic_write(path, write_temp)
 
-    ckpt._atomic_write = traced
+    atomic_file._atomic_write = traced
 
     class Var:
         def __init__(self, name, shape, dtype):

@@ -24,6 +24,7 @@ import pytest
 import safetensors.numpy
 
 import psrt
+from psrt.checkpoint import checkpoint_format as ckpt_format
 from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
@@ -125,7 +126,7 @@ def test_checksum_table_is_crc32c_of_each_tensors_stored_bytes(tmp_path):
     }
     path = tmp_path / "m"
     # A "crc32c" entry in the given metadata (e.g. copied from another file) is replaced.
-    ckpt.write_checkpoint_file(path, tensors, metadata={"crc32c": '{"W": 1}', "note": "x"})
+    ckpt_format.write_checkpoint_file(path, tensors, metadata={"crc32c": '{"W": 1}', "note": "x"})
     header, base = _header(path)
     meta = header["__metadata__"]
     assert sorted(meta) == ["crc32c", "format", "note"]
@@ -138,7 +139,7 @@ def test_checksum_table_is_crc32c_of_each_tensors_stored_bytes(tmp_path):
     assert table == expected
     assert table["empty"] == 0
     assert table["big_endian"] == crc32c.crc32c(np.arange(5, dtype="<i8").tobytes())
-    assert ckpt.CHECKSUMS_KEY == "crc32c"
+    assert ckpt_format.CHECKSUMS_KEY == "crc32c"
 
 
 # ---- corrupt data: every read path raises DataLossError -----------------------------------------
@@ -171,7 +172,7 @@ def test_overwritten_tensor_bytes_are_data_loss_naming_file_and_tensor(tmp_path,
     with pytest.raises(errors.DataLossError, match=repr(name)):
         ckpt.load_variable(path, name)
     with pytest.raises(errors.DataLossError, match=repr(name)):
-        ckpt.read_checkpoint_file(path)
+        ckpt_format.read_checkpoint_file(path)
     # The intact tensors still read, each checked on its own (as TF's bundle reader).
     other = "b" if name != "b" else "W"
     np.testing.assert_array_equal(reader.get_tensor(other), sess.values[other])
@@ -194,7 +195,7 @@ def test_truncated_file_is_data_loss_naming_the_tensors_cut_off(tmp_path):
     before = _snapshot(target)
     for read in (lambda: ckpt.Saver(target_vars).restore(target, str(torn)),
                  lambda: ckpt.load_checkpoint(torn),
-                 lambda: ckpt.read_checkpoint_file(torn),
+                 lambda: ckpt_format.read_checkpoint_file(torn),
                  lambda: ckpt.list_variables(torn)):
         with pytest.raises(errors.DataLossError, match="truncated") as e:
             read()
@@ -236,7 +237,8 @@ def test_corrupt_checksum_table_is_data_loss(tmp_path, table, match):
     path = tmp_path / "m"
     _write_raw(path, {"W": np.ones(3, np.float32), "b": np.zeros(2, np.float32)},
                {"format": "psrt-ckpt-1", "crc32c": table})
-    for read in (lambda: ckpt.load_checkpoint(path), lambda: ckpt.read_checkpoint_file(path)):
+    for read in (lambda: ckpt.load_checkpoint(path),
+                 lambda: ckpt_format.read_checkpoint_file(path)):
         with pytest.raises(errors.DataLossError, match=match) as e:
             read()
         assert str(path) in str(e.value)
@@ -260,7 +262,7 @@ def test_checkpoint_without_checksums_loads_as_before(tmp_path):
     reader = ckpt.load_checkpoint(d)
     assert reader.metadata == {"format": "psrt-ckpt-1", "global_step": "150"}
     np.testing.assert_array_equal(reader.get_tensor("W/Adam"), sess.values["W/Adam"])
-    assert sorted(ckpt.read_checkpoint_file(path)) == sorted(sess.values)
+    assert sorted(ckpt_format.read_checkpoint_file(path)) == sorted(sess.values)
 
     # Without a checksum a changed byte cannot be detected: it loads, as it always did.
     _corrupt(path, "table", "flip")
