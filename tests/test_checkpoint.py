@@ -19,6 +19,7 @@ import safetensors.numpy
 import psrt
 from psrt.checkpoint import atomic_file
 from psrt.checkpoint import checkpoint_format as ckpt_format
+from psrt.checkpoint import checkpoint_management as ckpt_mgmt
 from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
@@ -226,17 +227,17 @@ def test_read_errors(tmp_path):
 
 def test_update_checkpoint_state_text_exact(tmp_path):
     d = str(tmp_path)
-    ckpt.update_checkpoint_state(d, os.path.join(d, "model.ckpt-150"),
-                                 [os.path.join(d, "model.ckpt-100"),
+    ckpt_mgmt.update_checkpoint_state(d, os.path.join(d, "model.ckpt-150"),
+                                      [os.path.join(d, "model.ckpt-100"),
                                   os.path.join(d, "model.ckpt-150")])
     assert (tmp_path / "checkpoint").read_text() == (
         'model_checkpoint_path: "%s/model.ckpt-150"\n'
         'all_model_checkpoint_paths: "%s/model.ckpt-100"\n'
         'all_model_checkpoint_paths: "%s/model.ckpt-150"\n' % (d, d, d))
     # Relative paths are written as given; model path appended when not last.
-    ckpt.update_checkpoint_state(d, "model.ckpt-3", ["model.ckpt-1"],
-                                 all_model_checkpoint_timestamps=[1500000000.5, 1500000100.25],
-                                 last_preserved_timestamp=1499999999.0)
+    ckpt_mgmt.update_checkpoint_state(d, "model.ckpt-3", ["model.ckpt-1"],
+                                      all_model_checkpoint_timestamps=[1500000000.5, 1500000100.25],
+                                      last_preserved_timestamp=1499999999.0)
     assert (tmp_path / "checkpoint").read_text() == (
         'model_checkpoint_path: "model.ckpt-3"\n'
         'all_model_checkpoint_paths: "model.ckpt-1"\n'
@@ -244,7 +245,7 @@ def test_update_checkpoint_state_text_exact(tmp_path):
         'all_model_checkpoint_timestamps: 1500000000.5\n'
         'all_model_checkpoint_timestamps: 1500000100.25\n'
         'last_preserved_timestamp: 1499999999.0\n')
-    state = ckpt.get_checkpoint_state(d)
+    state = ckpt_mgmt.get_checkpoint_state(d)
     assert state.model_checkpoint_path == os.path.join(d, "model.ckpt-3")
     assert state.all_model_checkpoint_paths == [os.path.join(d, "model.ckpt-1"),
                                                 os.path.join(d, "model.ckpt-3")]
@@ -256,71 +257,72 @@ def test_update_checkpoint_state_text_exact(tmp_path):
 def test_update_checkpoint_state_errors(tmp_path):
     d = str(tmp_path)
     with pytest.raises(RuntimeError, match="conflicts with path used for checkpoint state"):
-        ckpt.update_checkpoint_state(d, os.path.join(d, "checkpoint"))
+        ckpt_mgmt.update_checkpoint_state(d, os.path.join(d, "checkpoint"))
     with pytest.raises(ValueError, match="must match checkpoint paths"):
-        ckpt.update_checkpoint_state(d, "a", ["a"], all_model_checkpoint_timestamps=[1.0, 2.0])
+        ckpt_mgmt.update_checkpoint_state(d, "a", ["a"], all_model_checkpoint_timestamps=[1.0, 2.0])
     with pytest.raises(errors.NotFoundError):
-        ckpt.update_checkpoint_state(os.path.join(d, "missing"), "a")
+        ckpt_mgmt.update_checkpoint_state(os.path.join(d, "missing"), "a")
 
 
 def test_generate_state_relative_save_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    state = ckpt.generate_checkpoint_state_proto("train", "train/model.ckpt-5",
-                                                 ["train/model.ckpt-4"])
+    state = ckpt_mgmt.generate_checkpoint_state_proto("train", "train/model.ckpt-5",
+                                                      ["train/model.ckpt-4"])
     assert state.model_checkpoint_path == "model.ckpt-5"
     assert state.all_model_checkpoint_paths == ["model.ckpt-4", "model.ckpt-5"]
-    state = ckpt.generate_checkpoint_state_proto("/abs", "/abs/model.ckpt-5")
+    state = ckpt_mgmt.generate_checkpoint_state_proto("/abs", "/abs/model.ckpt-5")
     assert state.all_model_checkpoint_paths == ["/abs/model.ckpt-5"]
 
 
 def test_get_checkpoint_state_parsing(tmp_path):
     d = str(tmp_path)
-    assert ckpt.get_checkpoint_state(d) is None
-    assert ckpt.latest_checkpoint(d) is None
+    assert ckpt_mgmt.get_checkpoint_state(d) is None
+    assert ckpt_mgmt.latest_checkpoint(d) is None
     (tmp_path / "checkpoint").write_text(
         '# a comment\n'
         'all_model_checkpoint_paths: "/abs/x-1"\n'
         "model_checkpoint_path: 'sub/x-2'  all_model_checkpoint_paths: \"sub/\" \"x-2\"\n"
         'all_model_checkpoint_timestamps: [1.5, 2e3, inf]\n'
         'last_preserved_timestamp: 7\n')
-    state = ckpt.get_checkpoint_state(d)
+    state = ckpt_mgmt.get_checkpoint_state(d)
     assert state.model_checkpoint_path == os.path.join(d, "sub/x-2")
     assert state.all_model_checkpoint_paths == ["/abs/x-1", os.path.join(d, "sub/x-2")]
     assert state.all_model_checkpoint_timestamps == [1.5, 2000.0, float("inf")]
     assert state.last_preserved_timestamp == 7.0
 
     (tmp_path / "checkpoint").write_text('model_checkpoint_path: "x" bogus_field: 3\n')
-    assert ckpt.get_checkpoint_state(d) is None
+    assert ckpt_mgmt.get_checkpoint_state(d) is None
     (tmp_path / "checkpoint").write_text('model_checkpoint_path: "unterminated\n')
-    assert ckpt.get_checkpoint_state(d) is None
+    assert ckpt_mgmt.get_checkpoint_state(d) is None
     (tmp_path / "checkpoint").write_text('all_model_checkpoint_paths: "x"\n')
     with pytest.raises(ValueError, match="Invalid checkpoint state loaded from " + d):
-        ckpt.get_checkpoint_state(d)
+        ckpt_mgmt.get_checkpoint_state(d)
 
 
 def test_state_file_escapes_round_trip(tmp_path):
     d = str(tmp_path)
     odd = 'we"ird\\na\'me\tü'
-    ckpt.update_checkpoint_state(d, odd)
+    ckpt_mgmt.update_checkpoint_state(d, odd)
     text = (tmp_path / "checkpoint").read_text()
     assert text.splitlines()[0] == (
         'model_checkpoint_path: "we\\"ird\\\\na\\\'me\\t\\303\\274"')
-    assert ckpt.get_checkpoint_state(d).model_checkpoint_path == os.path.join(d, odd)
+    assert ckpt_mgmt.get_checkpoint_state(d).model_checkpoint_path == os.path.join(d, odd)
 
 
 def test_latest_checkpoint_requires_named_file(tmp_path):
     d = str(tmp_path)
-    ckpt.update_checkpoint_state(d, os.path.join(d, "model.ckpt-7"))
-    assert ckpt.latest_checkpoint(d) is None  # the state file names a missing file
+    ckpt_mgmt.update_checkpoint_state(d, os.path.join(d, "model.ckpt-7"))
+    assert ckpt_mgmt.latest_checkpoint(d) is None  # the state file names a missing file
     ckpt_format.write_checkpoint_file(os.path.join(d, "model.ckpt-7"), {"x": np.zeros(1)})
-    assert ckpt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
-    assert ckpt.checkpoint_exists(os.path.join(d, "model.ckpt-7"))
-    assert not ckpt.checkpoint_exists(os.path.join(d, "model.ckpt-8"))
-    assert not ckpt.checkpoint_exists(d)
+    assert ckpt_mgmt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
+    assert ckpt_mgmt.checkpoint_exists(os.path.join(d, "model.ckpt-7"))
+    assert not ckpt_mgmt.checkpoint_exists(os.path.join(d, "model.ckpt-8"))
+    assert not ckpt_mgmt.checkpoint_exists(d)
     ckpt_format.write_checkpoint_file(os.path.join(d, "other-1"), {"x": np.zeros(1)})
-    ckpt.update_checkpoint_state(d, os.path.join(d, "other-1"), latest_filename="other_state")
-    assert ckpt.latest_checkpoint(d, latest_filename="other_state") == os.path.join(d, "other-1")
-    assert ckpt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
+    ckpt_mgmt.update_checkpoint_state(d, os.path.join(d, "other-1"), latest_filename="other_state")
+    assert (ckpt_mgmt.latest_checkpoint(d, latest_filename="other_state")
+            == os.path.join(d, "other-1"))
+    assert ckpt_mgmt.latest_checkpoint(d) == os.path.join(d, "model.ckpt-7")
 
 
 # --------------------------------------------------------------------------------------
@@ -430,7 +432,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
                                       os.path.join(d2, "model.ckpt-150")]
     moved = str(tmp_path / "moved")
     os.rename(d2, moved)
-    assert ckpt.latest_checkpoint(moved) == os.path.join(moved, "model.ckpt-150")
+    assert ckpt_mgmt.latest_checkpoint(moved) == os.path.join(moved, "model.ckpt-150")
 
     # A relative save_path records paths relative to its directory, as TF.
     monkeypatch.chdir(tmp_path)
@@ -440,7 +442,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
     assert read_text("run/checkpoint") == (
         'model_checkpoint_path: "model.ckpt-1"\n'
         'all_model_checkpoint_paths: "model.ckpt-1"\n')
-    assert ckpt.latest_checkpoint("run") == "run/model.ckpt-1"
+    assert ckpt_mgmt.latest_checkpoint("run") == "run/model.ckpt-1"
     # No directory at all: the state file is ./checkpoint.
     assert saver.save(sess, "top.ckpt", global_step=2) == "top.ckpt-2"
     assert read_text("checkpoint") == (
@@ -476,7 +478,7 @@ def test_retention_max_to_keep_2_over_5_saves(tmp_path):
     saver.save(sess, prefix, global_step=4)
     assert saver.last_checkpoints == [prefix + "-5", prefix + "-4"]
     assert listdir(d) == ["checkpoint", "model.ckpt-4", "model.ckpt-5"]
-    assert ckpt.latest_checkpoint(d) == prefix + "-4"
+    assert ckpt_mgmt.latest_checkpoint(d) == prefix + "-4"
 
 
 @pytest.mark.parametrize("max_to_keep", [None, 0])
@@ -525,7 +527,7 @@ def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
     # m-1 (t=1000) and m-2 (2000) and m-4 (6000 <= 7200) deleted; m-3 (5000 > 3600) and
     # m-5 (9000 > 7200) preserved but no longer listed; m-6, m-7 are the window.
     assert listdir(d) == ["checkpoint", "m-3", "m-5", "m-6", "m-7"]
-    assert ckpt.get_checkpoint_state(d).all_model_checkpoint_paths == [
+    assert ckpt_mgmt.get_checkpoint_state(d).all_model_checkpoint_paths == [
         os.path.join(d, "m-6"), os.path.join(d, "m-7")]
 
 
@@ -538,7 +540,7 @@ def test_recover_last_checkpoints_after_restart(tmp_path):
         first.save(sess, prefix, global_step=step)
 
     restarted = ckpt.Saver(var_list, max_to_keep=2)
-    state = ckpt.get_checkpoint_state(d)
+    state = ckpt_mgmt.get_checkpoint_state(d)
     restarted.recover_last_checkpoints(state.all_model_checkpoint_paths + [prefix + "-99"])
     assert restarted.last_checkpoints == [prefix + "-1", prefix + "-2"]  # -99 missing
     restarted.save(sess, prefix, global_step=3)
@@ -550,7 +552,7 @@ def test_recover_last_checkpoints_after_restart(tmp_path):
     assert restarted.last_checkpoints == [prefix + "-2"]
     with pytest.raises(TypeError):
         restarted.set_last_checkpoints_with_time((prefix, 1.0))
-    assert ckpt.get_checkpoint_mtimes([prefix + "-2", prefix + "-99"]) == [
+    assert ckpt_mgmt.get_checkpoint_mtimes([prefix + "-2", prefix + "-99"]) == [
         os.stat(prefix + "-2").st_mtime_ns / 1e9]
 
 
@@ -715,6 +717,7 @@ CHILD = textwrap.dedent("""
     import os, sys
     import numpy as np
     from psrt.checkpoint import atomic_file
+    from psrt.checkpoint import checkpoint_management as ckpt_mgmt
     from psrt.checkpoint import saver as ckpt
 
     d = sys.argv[1]
@@ -744,7 +747,7 @@ CHILD = textwrap.dedent("""
     sess = Sess()
     saver = ckpt.Saver([Var("W", (n,), np.float32), Var("global_step", (), np.int64)],
                        max_to_keep=2)
-    state = ckpt.get_checkpoint_state(d)
+    state = ckpt_mgmt.get_checkpoint_state(d)
     if state is not None:
         saver.recover_last_checkpoints(state.all_model_checkpoint_paths)
         sess.step = int(ckpt.load_variable(state.model_checkpoint_path, "global_step"))
@@ -757,9 +760,9 @@ CHILD = textwrap.dedent("""
 
 
 def _check_directory_consistent(d):
-    latest = ckpt.latest_checkpoint(d)
+    latest = ckpt_mgmt.latest_checkpoint(d)
     assert latest is not None
-    state = ckpt.get_checkpoint_state(d)
+    state = ckpt_mgmt.get_checkpoint_state(d)
     assert state.model_checkpoint_path == latest
     assert 1 <= len(state.all_model_checkpoint_paths) <= 2
     assert state.all_model_checkpoint_paths[-1] == latest
@@ -851,7 +854,8 @@ def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
                     "global_step": np.array(last_step + 1, np.int64)}
 
     saver = ckpt.Saver([Var("W"), Var("global_step")], max_to_keep=2)
-    saver.recover_last_checkpoints(ckpt.get_checkpoint_state(str(d)).all_model_checkpoint_paths)
+    saver.recover_last_checkpoints(
+        ckpt_mgmt.get_checkpoint_state(str(d)).all_model_checkpoint_paths)
     saver.save(Sess(), str(d / "model.ckpt"), global_step=last_step + 1)
     assert [f for f in os.listdir(d) if ".psrt-tmp-" in f] == []
     assert _check_directory_consistent(str(d)) == last_step + 1

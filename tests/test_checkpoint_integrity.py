@@ -25,6 +25,7 @@ import safetensors.numpy
 
 import psrt
 from psrt.checkpoint import checkpoint_format as ckpt_format
+from psrt.checkpoint import checkpoint_management as ckpt_mgmt
 from psrt.checkpoint import saver as ckpt
 from psrt import errors
 
@@ -254,10 +255,10 @@ def test_checkpoint_without_checksums_loads_as_before(tmp_path):
     path = os.path.join(d, "model.ckpt-150")
     _write_raw(path, sess._psrt_read_state(var_list),
                {"format": "psrt-ckpt-1", "global_step": "150"})
-    ckpt.update_checkpoint_state(d, path)
+    ckpt_mgmt.update_checkpoint_state(d, path)
 
     target, target_vars = _fresh_target()
-    ckpt.Saver(target_vars).restore(target, ckpt.latest_checkpoint(d))
+    ckpt.Saver(target_vars).restore(target, ckpt_mgmt.latest_checkpoint(d))
     _assert_values(target, sess.values)
     reader = ckpt.load_checkpoint(d)
     assert reader.metadata == {"format": "psrt-ckpt-1", "global_step": "150"}
@@ -278,7 +279,7 @@ def test_restore_latest_falls_back_to_previous_intact_checkpoint(tmp_path, caplo
     _corrupt(paths[2], "W/Adam", "nan")
 
     target, target_vars = _fresh_target()
-    latest = ckpt.latest_checkpoint(str(tmp_path))
+    latest = ckpt_mgmt.latest_checkpoint(str(tmp_path))
     assert latest == paths[2]
     ckpt.Saver(target_vars).restore(target, latest)
     _assert_values(target, saved[20])
