@@ -20,7 +20,8 @@ import psrt
 from psrt.checkpoint import atomic_file
 from psrt.checkpoint import checkpoint_format as ckpt_format
 from psrt.checkpoint import checkpoint_management as ckpt_mgmt
-from psrt.checkpoint import saver as ckpt
+from psrt.checkpoint import checkpoint_reader as ckpt_reader
+from psrt.checkpoint import saver as ckpt_saver
 from psrt import errors
 
 SRC_DIR = os.path.dirname(os.path.dirname(os.path.abspath(psrt.__file__)))
@@ -159,7 +160,7 @@ def test_write_read_round_trip_dtypes_and_scalars(tmp_path):
 def test_other_dtypes_round_trip(tmp_path, dtype):
     value = (np.arange(6) * 3 + 1).astype(dtype).reshape(2, 3)
     ckpt_format.write_checkpoint_file(tmp_path / "m", {"x": value})
-    reader = ckpt.load_checkpoint(tmp_path / "m")
+    reader = ckpt_reader.load_checkpoint(tmp_path / "m")
     assert reader.get_variable_to_dtype_map() == {"x": np.dtype(dtype)}
     out = reader.get_tensor("x")
     assert out.dtype == np.dtype(dtype)
@@ -219,7 +220,7 @@ def test_read_errors(tmp_path):
     with pytest.raises(errors.DataLossError, match="torn"):
         ckpt_format.read_checkpoint_file(tmp_path / "torn")
     with pytest.raises(errors.DataLossError):
-        ckpt.load_checkpoint(tmp_path / "torn")
+        ckpt_reader.load_checkpoint(tmp_path / "torn")
 
 
 # --------------------------------------------------------------------------------------
@@ -330,12 +331,12 @@ def test_latest_checkpoint_requires_named_file(tmp_path):
 
 def test_load_checkpoint_reader_and_utils(tmp_path):
     sess, var_list = adam_model()
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=150)
     assert path == str(tmp_path / "model.ckpt-150")
 
     for source in (path, str(tmp_path), tmp_path):
-        reader = ckpt.load_checkpoint(source)
+        reader = ckpt_reader.load_checkpoint(source)
         assert reader.path == path
         assert reader.has_tensor("W/Adam") and not reader.has_tensor("W/Momentum")
         assert reader.get_variable_to_shape_map() == {
@@ -351,21 +352,22 @@ def test_load_checkpoint_reader_and_utils(tmp_path):
     assert meta == {"format": "psrt-ckpt-1", "global_step": "150"}
     assert reader.debug_string().splitlines()[0] == b"W (float32) [4, 3]"
 
-    assert ckpt.list_variables(tmp_path) == [
+    assert ckpt_reader.list_variables(tmp_path) == [
         ("W", [4, 3]), ("W/Adam", [4, 3]), ("W/Adam_1", [4, 3]), ("b", [3]), ("b/Adam", [3]),
         ("b/Adam_1", [3]), ("beta1_power", []), ("beta2_power", []), ("global_step", []),
         ("table", [2, 5])]
-    np.testing.assert_array_equal(ckpt.load_variable(tmp_path, "table:0"), sess.values["table"])
-    assert ckpt.load_variable(path, "beta1_power") == np.float32(0.9 ** 3)
+    np.testing.assert_array_equal(ckpt_reader.load_variable(tmp_path, "table:0"),
+                                  sess.values["table"])
+    assert ckpt_reader.load_variable(path, "beta1_power") == np.float32(0.9 ** 3)
 
     with pytest.raises(errors.NotFoundError, match="Key W/Momentum not found in checkpoint"):
         reader.get_tensor("W/Momentum")
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file or checkpoints"):
-        ckpt.load_checkpoint(empty)
+        ckpt_reader.load_checkpoint(empty)
     with pytest.raises(errors.NotFoundError, match="model.ckpt-999"):
-        ckpt.load_checkpoint(tmp_path / "model.ckpt-999")
+        ckpt_reader.load_checkpoint(tmp_path / "model.ckpt-999")
 
 
 # --------------------------------------------------------------------------------------
@@ -374,7 +376,7 @@ def test_load_checkpoint_reader_and_utils(tmp_path):
 def test_saver_round_trip_with_optimizer_state(tmp_path):
     sess, var_list = adam_model(seed=1)
     saved = {k: v.copy() for k, v in sess.values.items()}
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=var_list[3])
     assert path == str(tmp_path / "model.ckpt-0")
 
@@ -384,7 +386,7 @@ def test_saver_round_trip_with_optimizer_state(tmp_path):
     other.values["beta1_power"] = np.float32(0.5)
     assert not any(np.array_equal(other.values[k], saved[k])
                    for k in ("W", "W/Adam", "W/Adam_1", "table", "global_step", "beta1_power"))
-    ckpt.Saver(other_vars).restore(other, path)
+    ckpt_saver.Saver(other_vars).restore(other, path)
     assert other.writes == 1
     assert sorted(other.values) == sorted(saved)
     for k, v in saved.items():
@@ -395,7 +397,7 @@ def test_saver_round_trip_with_optimizer_state(tmp_path):
 def test_saver_global_step_variable_and_padding(tmp_path):
     sess, var_list = adam_model()
     sess.values["global_step"] = np.array(42, dtype=np.int64)
-    saver = ckpt.Saver(var_list, pad_step_number=True)
+    saver = ckpt_saver.Saver(var_list, pad_step_number=True)
     path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=var_list[3])
     assert path == str(tmp_path / "model.ckpt-00000042")
     path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=np.int32(7))
@@ -411,7 +413,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
     sess, var_list = adam_model()
     d = str(tmp_path / "abs")
     os.mkdir(d)
-    saver = ckpt.Saver(var_list, max_to_keep=3)
+    saver = ckpt_saver.Saver(var_list, max_to_keep=3)
     for step in (100, 150):
         saver.save(sess, os.path.join(d, "model.ckpt"), global_step=step)
     assert read_text(os.path.join(d, "checkpoint")) == (
@@ -421,7 +423,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
 
     d2 = str(tmp_path / "rel")
     os.mkdir(d2)
-    saver = ckpt.Saver(var_list, save_relative_paths=True)
+    saver = ckpt_saver.Saver(var_list, save_relative_paths=True)
     for step in (100, 150):
         saver.save(sess, os.path.join(d2, "model.ckpt"), global_step=step)
     assert read_text(os.path.join(d2, "checkpoint")) == (
@@ -437,7 +439,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
     # A relative save_path records paths relative to its directory, as TF.
     monkeypatch.chdir(tmp_path)
     os.mkdir("run")
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     assert saver.save(sess, "run/model.ckpt", global_step=1) == "run/model.ckpt-1"
     assert read_text("run/checkpoint") == (
         'model_checkpoint_path: "model.ckpt-1"\n'
@@ -454,7 +456,7 @@ def test_saver_state_file_exact_absolute_and_relative(tmp_path, monkeypatch):
 def test_retention_max_to_keep_2_over_5_saves(tmp_path):
     sess, var_list = adam_model()
     d = str(tmp_path)
-    saver = ckpt.Saver(var_list, max_to_keep=2)
+    saver = ckpt_saver.Saver(var_list, max_to_keep=2)
     prefix = os.path.join(d, "model.ckpt")
     expected_files = [
         ["checkpoint", "model.ckpt-1"],
@@ -472,7 +474,7 @@ def test_retention_max_to_keep_2_over_5_saves(tmp_path):
         'model_checkpoint_path: "%s-5"\n'
         'all_model_checkpoint_paths: "%s-4"\n'
         'all_model_checkpoint_paths: "%s-5"\n' % (prefix, prefix, prefix))
-    assert int(ckpt.load_variable(d, "global_step")) == 5
+    assert int(ckpt_reader.load_variable(d, "global_step")) == 5
 
     # Re-saving an existing name moves it to the end instead of duplicating it (TF).
     saver.save(sess, prefix, global_step=4)
@@ -485,7 +487,7 @@ def test_retention_max_to_keep_2_over_5_saves(tmp_path):
 def test_max_to_keep_none_or_zero_keeps_all_files(tmp_path, max_to_keep):
     sess, var_list = adam_model()
     d = str(tmp_path)
-    saver = ckpt.Saver(var_list, max_to_keep=max_to_keep)
+    saver = ckpt_saver.Saver(var_list, max_to_keep=max_to_keep)
     for step in range(1, 5):
         saver.save(sess, os.path.join(d, "model.ckpt"), global_step=step)
     assert listdir(d) == ["checkpoint"] + ["model.ckpt-%d" % s for s in range(1, 5)]
@@ -498,7 +500,7 @@ def test_max_to_keep_none_or_zero_keeps_all_files(tmp_path, max_to_keep):
 
 def test_write_state_false_touches_nothing_else(tmp_path):
     sess, var_list = adam_model()
-    saver = ckpt.Saver(var_list, max_to_keep=1)
+    saver = ckpt_saver.Saver(var_list, max_to_keep=1)
     for step in (1, 2, 3):
         saver.save(sess, str(tmp_path / "m"), global_step=step, write_state=False)
     assert listdir(tmp_path) == ["m-1", "m-2", "m-3"]
@@ -515,10 +517,10 @@ class _Clock:
 
 def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
     clock = _Clock(0.0)
-    monkeypatch.setattr(ckpt, "time", clock)
+    monkeypatch.setattr(ckpt_saver, "time", clock)
     sess, var_list = adam_model()
     d = str(tmp_path)
-    saver = ckpt.Saver(var_list, max_to_keep=2, keep_checkpoint_every_n_hours=1.0)
+    saver = ckpt_saver.Saver(var_list, max_to_keep=2, keep_checkpoint_every_n_hours=1.0)
     # Next preserved checkpoint must be newer than t=3600 s, then 7200 s, ...
     for step, t in [(1, 1000), (2, 2000), (3, 5000), (4, 6000), (5, 9000), (6, 9500),
                     (7, 9600)]:
@@ -535,11 +537,11 @@ def test_recover_last_checkpoints_after_restart(tmp_path):
     sess, var_list = adam_model()
     d = str(tmp_path)
     prefix = os.path.join(d, "model.ckpt")
-    first = ckpt.Saver(var_list, max_to_keep=2)
+    first = ckpt_saver.Saver(var_list, max_to_keep=2)
     for step in (1, 2):
         first.save(sess, prefix, global_step=step)
 
-    restarted = ckpt.Saver(var_list, max_to_keep=2)
+    restarted = ckpt_saver.Saver(var_list, max_to_keep=2)
     state = ckpt_mgmt.get_checkpoint_state(d)
     restarted.recover_last_checkpoints(state.all_model_checkpoint_paths + [prefix + "-99"])
     assert restarted.last_checkpoints == [prefix + "-1", prefix + "-2"]  # -99 missing
@@ -560,19 +562,19 @@ def test_restore_by_name_ignores_order_and_extra_keys(tmp_path):
     """A checkpoint holds tensors by name only, so the restoring session may declare the
     variables in another order, on any number of ps tasks, or only a subset of them."""
     sess, var_list = adam_model(seed=3)
-    path = ckpt.Saver(var_list).save(sess, str(tmp_path / "m"), global_step=1)
+    path = ckpt_saver.Saver(var_list).save(sess, str(tmp_path / "m"), global_step=1)
 
     small = FakeSession()
     b = small.variable("b", np.zeros(3, np.float32), slots=("Adam", "Adam_1"))
     w = small.variable("W", np.zeros((4, 3), np.float32), slots=("Adam", "Adam_1"))
-    ckpt.Saver([b, w]).restore(small, path)
+    ckpt_saver.Saver([b, w]).restore(small, path)
     for k in ("W", "W/Adam", "W/Adam_1", "b", "b/Adam", "b/Adam_1"):
         np.testing.assert_array_equal(small.values[k], sess.values[k])
 
 
 def test_restore_errors(tmp_path):
     sess, var_list = adam_model()
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     path = saver.save(sess, str(tmp_path / "m"), global_step=1)
 
     with pytest.raises(ValueError, match="^Can't load save_path when it is None.$"):
@@ -585,7 +587,7 @@ def test_restore_errors(tmp_path):
     w = target.variable("W", np.zeros((4, 3), np.float32), slots=("Momentum",))
     before = {k: v.copy() for k, v in target.values.items()}
     with pytest.raises(errors.NotFoundError, match="Key W/Momentum not found in checkpoint") as e:
-        ckpt.Saver([w]).restore(target, path)
+        ckpt_saver.Saver([w]).restore(target, path)
     assert "'W/Adam'" in str(e.value)  # the keys present are listed
     assert target.writes == 0
 
@@ -594,15 +596,15 @@ def test_restore_errors(tmp_path):
     w = target.variable("W", np.zeros((3, 4), np.float32))
     with pytest.raises(errors.InvalidArgumentError,
                        match=r"lhs shape= \[3,4\] rhs shape= \[4,3\]: variable 'W' has shape"):
-        ckpt.Saver([w]).restore(target, path)
+        ckpt_saver.Saver([w]).restore(target, path)
     assert target.writes == 0
-    ckpt.Saver([w], reshape=True).restore(target, path)
+    ckpt_saver.Saver([w], reshape=True).restore(target, path)
     np.testing.assert_array_equal(target.values["W"], sess.values["W"].reshape(3, 4))
 
     target = FakeSession()
     w = target.variable("W", np.zeros((2, 3), np.float32))
     with pytest.raises(errors.InvalidArgumentError, match=r"lhs shape= \[2,3\]"):
-        ckpt.Saver([w], reshape=True).restore(target, path)
+        ckpt_saver.Saver([w], reshape=True).restore(target, path)
 
     # Dtype mismatch.
     target = FakeSession()
@@ -610,7 +612,7 @@ def test_restore_errors(tmp_path):
     with pytest.raises(errors.InvalidArgumentError,
                        match="tensor_name = W; expected dtype float64 does not equal "
                              "original dtype float32"):
-        ckpt.Saver([w]).restore(target, path)
+        ckpt_saver.Saver([w]).restore(target, path)
     assert np.array_equal(before["W"], np.zeros((4, 3), np.float32))
 
     # A corrupt file is DataLossError.
@@ -622,15 +624,15 @@ def test_restore_errors(tmp_path):
 def test_dict_var_list_renames_variable_and_slots(tmp_path):
     sess, var_list = adam_model()
     w, b = var_list[0], var_list[1]
-    path = ckpt.Saver({"layer/kernel": w, "b": b}).save(sess, str(tmp_path / "m"))
-    names = [n for n, _ in ckpt.list_variables(path)]
+    path = ckpt_saver.Saver({"layer/kernel": w, "b": b}).save(sess, str(tmp_path / "m"))
+    names = [n for n, _ in ckpt_reader.list_variables(path)]
     assert names == ["b", "b/Adam", "b/Adam_1", "beta1_power", "beta2_power",
                      "layer/kernel", "layer/kernel/Adam", "layer/kernel/Adam_1"]
-    np.testing.assert_array_equal(ckpt.load_variable(path, "layer/kernel/Adam"),
+    np.testing.assert_array_equal(ckpt_reader.load_variable(path, "layer/kernel/Adam"),
                                   sess.values["W/Adam"])
 
     other, other_vars = adam_model(seed=9)
-    ckpt.Saver({"layer/kernel": other_vars[0], "b": other_vars[1]}).restore(other, path)
+    ckpt_saver.Saver({"layer/kernel": other_vars[0], "b": other_vars[1]}).restore(other, path)
     for k in ("W", "W/Adam", "W/Adam_1", "b/Adam_1"):
         np.testing.assert_array_equal(other.values[k], sess.values[k])
 
@@ -638,20 +640,20 @@ def test_dict_var_list_renames_variable_and_slots(tmp_path):
 def test_saver_var_list_validation(tmp_path):
     sess, var_list = adam_model()
     with pytest.raises(ValueError, match="At least two variables have the same name: W"):
-        ckpt.Saver([var_list[0], FakeVariable("W", (1,), np.float32)])
+        ckpt_saver.Saver([var_list[0], FakeVariable("W", (1,), np.float32)])
     with pytest.raises(ValueError, match="appears twice"):
-        ckpt.Saver({"a": var_list[0], "c": var_list[0]})
+        ckpt_saver.Saver({"a": var_list[0], "c": var_list[0]})
     with pytest.raises(TypeError, match="dict or a list"):
-        ckpt.Saver(var_list[0])
+        ckpt_saver.Saver(var_list[0])
     with pytest.raises(TypeError, match=r"var_list\[1\]"):
-        ckpt.Saver([var_list[0], "W"])
+        ckpt_saver.Saver([var_list[0], "W"])
     with pytest.raises(ValueError, match="No variables to save"):
-        ckpt.Saver([])
+        ckpt_saver.Saver([])
     with pytest.raises(ValueError, match="max_to_keep must be None or an int >= 0; got -1"):
-        ckpt.Saver(var_list, max_to_keep=-1)
+        ckpt_saver.Saver(var_list, max_to_keep=-1)
     with pytest.raises(ValueError, match="build cannot be deferred"):
-        ckpt.Saver(var_list, defer_build=True)
-    empty = ckpt.Saver([], allow_empty=True)
+        ckpt_saver.Saver(var_list, defer_build=True)
+    empty = ckpt_saver.Saver([], allow_empty=True)
     assert empty.save(sess, str(tmp_path / "m"), global_step=1) is None
     empty.restore(sess, None)  # no-op, as TF
     assert listdir(tmp_path) == []
@@ -659,7 +661,7 @@ def test_saver_var_list_validation(tmp_path):
 
 def test_saver_save_argument_errors(tmp_path):
     sess, var_list = adam_model()
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     with pytest.raises(ValueError, match="Parent directory of .*missing/m doesn't exist"):
         saver.save(sess, str(tmp_path / "missing" / "m"), global_step=1)
     with pytest.raises(ValueError, match="must not contain path components"):
@@ -679,13 +681,13 @@ def test_var_list_none_uses_global_variables(tmp_path, monkeypatch):
             calls.append(1)
             return list(var_list)
 
-    monkeypatch.setattr(ckpt, "global_variables", FakeVariablesModule.global_variables)
-    saver = ckpt.Saver()
+    monkeypatch.setattr(ckpt_saver, "global_variables", FakeVariablesModule.global_variables)
+    saver = ckpt_saver.Saver()
     assert calls == []  # resolved lazily
     path = saver.save(sess, str(tmp_path / "m"), global_step=3)
     saver.save(sess, str(tmp_path / "m"), global_step=4)
     assert calls == [1]  # then kept, as TF's build-time snapshot
-    assert "table" in dict(ckpt.list_variables(path))
+    assert "table" in dict(ckpt_reader.list_variables(path))
 
 
 # --------------------------------------------------------------------------------------
@@ -718,7 +720,8 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from psrt.checkpoint import atomic_file
     from psrt.checkpoint import checkpoint_management as ckpt_mgmt
-    from psrt.checkpoint import saver as ckpt
+    from psrt.checkpoint import checkpoint_reader as ckpt_reader
+    from psrt.checkpoint import saver as ckpt_saver
 
     d = sys.argv[1]
     n = int(sys.argv[2])
@@ -745,12 +748,12 @@ CHILD = textwrap.dedent("""
                     "global_step": np.array(self.step, np.int64)}
 
     sess = Sess()
-    saver = ckpt.Saver([Var("W", (n,), np.float32), Var("global_step", (), np.int64)],
-                       max_to_keep=2)
+    saver = ckpt_saver.Saver([Var("W", (n,), np.float32), Var("global_step", (), np.int64)],
+                             max_to_keep=2)
     state = ckpt_mgmt.get_checkpoint_state(d)
     if state is not None:
         saver.recover_last_checkpoints(state.all_model_checkpoint_paths)
-        sess.step = int(ckpt.load_variable(state.model_checkpoint_path, "global_step"))
+        sess.step = int(ckpt_reader.load_variable(state.model_checkpoint_path, "global_step"))
     while True:
         sess.step += 1
         print("begin", sess.step, flush=True)
@@ -771,7 +774,7 @@ def _check_directory_consistent(d):
         step = int(tensors["global_step"])
         assert p.endswith("-%d" % step)
         assert np.all(tensors["W"] == step) and np.all(tensors["W/Adam"] == -step)
-    reader = ckpt.load_checkpoint(d)
+    reader = ckpt_reader.load_checkpoint(d)
     return int(reader.get_tensor("global_step"))
 
 
@@ -853,7 +856,7 @@ def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
                     "W/Adam": np.full(1, -(last_step + 1), np.float64),
                     "global_step": np.array(last_step + 1, np.int64)}
 
-    saver = ckpt.Saver([Var("W"), Var("global_step")], max_to_keep=2)
+    saver = ckpt_saver.Saver([Var("W"), Var("global_step")], max_to_keep=2)
     saver.recover_last_checkpoints(
         ckpt_mgmt.get_checkpoint_state(str(d)).all_model_checkpoint_paths)
     saver.save(Sess(), str(d / "model.ckpt"), global_step=last_step + 1)

@@ -26,13 +26,14 @@ from psrt.training.basic_session_run_hooks import (
     StopAtStepHook,
     SummarySaverHook,
 )
-from psrt.checkpoint.saver import Saver, list_variables, load_checkpoint, load_variable
+from psrt.checkpoint.saver import Saver
 from psrt.checkpoint.checkpoint_management import (
     checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
     update_checkpoint_state,
 )
+from psrt.checkpoint.checkpoint_reader import list_variables, load_checkpoint, load_variable
 from psrt.training.monitored_session import (
     ChiefSessionCreator,
     MonitoredSession,
