@@ -691,6 +691,42 @@ def test_var_list_none_uses_global_variables(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------
+# The default saver, as TF's _get_saver_or_default (tensorflow/python/training/saver.py,
+# r1.15): the one item of the graph's SAVERS collection; a new Saver() added to it when the
+# collection is empty; RuntimeError when it holds several. Each test uses a graph of its
+# own, so no Saver is left in the process's default graph.
+
+def test_get_saver_or_default_creates_and_collects_one_saver():
+    with psrt.Graph().as_default():
+        assert psrt.GraphKeys.SAVERS == "savers"
+        assert psrt.get_collection(psrt.GraphKeys.SAVERS) == []
+        saver = ckpt_saver._get_saver_or_default()
+        assert type(saver) is ckpt_saver.Saver
+        assert psrt.get_collection(psrt.GraphKeys.SAVERS) == [saver]
+        assert ckpt_saver._get_saver_or_default() is saver
+        assert psrt.get_collection(psrt.GraphKeys.SAVERS) == [saver]
+
+
+def test_get_saver_or_default_returns_the_collected_saver():
+    _, var_list = adam_model()
+    with psrt.Graph().as_default():
+        mine = ckpt_saver.Saver(var_list, max_to_keep=1)
+        psrt.add_to_collection(psrt.GraphKeys.SAVERS, mine)
+        assert ckpt_saver._get_saver_or_default() is mine
+        assert psrt.get_collection(psrt.GraphKeys.SAVERS) == [mine]
+
+
+def test_get_saver_or_default_rejects_two_collected_savers():
+    with psrt.Graph().as_default():
+        psrt.add_to_collection(psrt.GraphKeys.SAVERS, ckpt_saver.Saver())
+        psrt.add_to_collection(psrt.GraphKeys.SAVERS, ckpt_saver.Saver())
+        with pytest.raises(RuntimeError, match=(
+                r"^More than one item in collection savers\. Please indicate which one to "
+                r"use by passing it to the constructor\.$")):
+            ckpt_saver._get_saver_or_default()
+
+
+# --------------------------------------------------------------------------------------
 # Crash safety.
 
 def _reap(proc):

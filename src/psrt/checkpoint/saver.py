@@ -63,7 +63,7 @@ from psrt.checkpoint.checkpoint_management import (  # noqa: F401
 )
 from psrt.checkpoint.checkpoint_reader import CheckpointReader
 from psrt.framework import errors
-from psrt.ops.variables import global_variables
+from psrt.ops.variables import GraphKeys, add_to_collection, get_collection, global_variables
 
 __all__ = ["Saver"]
 
@@ -114,6 +114,41 @@ def _var_list_to_pairs(var_list) -> list[tuple[str, object]]:
                              % (v.name, seen_vars[v.name], key))
         seen_vars[v.name] = key
     return pairs
+
+
+def _get_saver_or_default():
+    """Returns the Saver of the ``SAVERS`` collection, or creates the default one.
+
+    Copies TF's ``_get_saver_or_default`` (``tensorflow/python/training/saver.py``, r1.15),
+    which ``CheckpointSaverHook`` uses when given neither a saver nor a scaffold with one:
+    the one item of the default graph's ``GraphKeys.SAVERS`` (``"savers"``) collection;
+    when the collection is empty, a new ``Saver()`` over all global variables (resolved at
+    its first save), added to the collection so later calls return the same Saver.
+
+    Difference from TF: TF creates ``Saver(sharded=True, allow_empty=True)``. psrt always
+    writes one file (``sharded`` is ignored), and the default Saver keeps
+    ``allow_empty=False``, as psrt's hook always created it: a graph without variables
+    fails at the first save with ``ValueError("No variables to save")``.
+
+    Returns:
+        A :class:`Saver`, or whatever single item the collection holds.
+
+    Raises:
+        RuntimeError: The collection holds more than one item ("More than one item in
+            collection savers. Please indicate which one to use by passing it to the
+            constructor.", TF's message).
+    """
+    collection_key = GraphKeys.SAVERS
+    savers = get_collection(collection_key)
+    if savers:
+        if len(savers) > 1:
+            raise RuntimeError(
+                "More than one item in collection {}. Please indicate which one to use by "
+                "passing it to the constructor.".format(collection_key))
+        return savers[0]
+    saver = Saver()
+    add_to_collection(collection_key, saver)
+    return saver
 
 
 class Saver:
