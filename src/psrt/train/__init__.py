@@ -1,11 +1,10 @@
 """The ``tf.train`` namespace: re-exports only."""
 
-from psrt.distribute.cluster_spec import (
-    ClusterSpec,
-    SlurmClusterResolver,
+from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.distribute.slurm import SlurmClusterResolver, task_role_from_slurm
+from psrt.distribute.tf_config import (
     TaskRole,
     cluster_spec_from_tf_config,
-    task_role_from_slurm,
     task_role_from_tf_config,
 )
 from psrt.training.basic_session_run_hooks import (
