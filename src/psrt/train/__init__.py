@@ -52,7 +52,11 @@ from psrt.training.optimizer import (
     Optimizer,
     SyncReplicasOptimizer,
 )
-from psrt.framework.device import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
+from psrt.distribute.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from psrt.training.coordinator import Coordinator
 from psrt.framework.protos import ServerDef
 from psrt.training.queue_runner import FIFOQueue, QueueRunner, add_queue_runner, start_queue_runners
