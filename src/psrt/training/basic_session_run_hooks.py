@@ -51,6 +51,7 @@ import numpy as np
 
 from psrt.checkpoint import saver as _saver
 from psrt.framework import errors
+from psrt.ops import variables as _variables
 
 _logger = logging.getLogger("psrt")
 
@@ -340,9 +341,7 @@ def _global_step_for(hook_name: str):
     Raises:
         RuntimeError: No global step was created (``psrt.train.get_or_create_global_step``).
     """
-    from psrt.ops import variables  # lazy: variables imports much of psrt
-
-    global_step = variables.get_global_step()
+    global_step = _variables.get_global_step()
     if global_step is None:
         raise RuntimeError("Global step should be created to use %s." % hook_name)
     return global_step
