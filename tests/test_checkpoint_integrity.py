@@ -24,7 +24,10 @@ import pytest
 import safetensors.numpy
 
 import psrt
-from psrt.checkpoint import saver as ckpt
+from psrt.checkpoint import checkpoint_format as ckpt_format
+from psrt.checkpoint import checkpoint_management as ckpt_mgmt
+from psrt.checkpoint import checkpoint_reader as ckpt_reader
+from psrt.checkpoint import saver as ckpt_saver
 from psrt import errors
 
 from _mts_cluster import (  # noqa: F401  (fixtures)
@@ -90,7 +93,7 @@ def _three_checkpoints(d) -> tuple[list, dict[int, dict[str, np.ndarray]], list[
     """Saves an Adam model at steps 10, 20 and 30 with different values each time; returns
     its variables, the values saved per step and the paths (oldest first)."""
     sess, var_list = adam_model(seed=4)
-    saver = ckpt.Saver(var_list)
+    saver = ckpt_saver.Saver(var_list)
     saved, paths = {}, []
     for step in (10, 20, 30):
         for k in sess.values:
@@ -125,7 +128,7 @@ def test_checksum_table_is_crc32c_of_each_tensors_stored_bytes(tmp_path):
     }
     path = tmp_path / "m"
     # A "crc32c" entry in the given metadata (e.g. copied from another file) is replaced.
-    ckpt.write_checkpoint_file(path, tensors, metadata={"crc32c": '{"W": 1}', "note": "x"})
+    ckpt_format.write_checkpoint_file(path, tensors, metadata={"crc32c": '{"W": 1}', "note": "x"})
     header, base = _header(path)
     meta = header["__metadata__"]
     assert sorted(meta) == ["crc32c", "format", "note"]
@@ -138,7 +141,7 @@ def test_checksum_table_is_crc32c_of_each_tensors_stored_bytes(tmp_path):
     assert table == expected
     assert table["empty"] == 0
     assert table["big_endian"] == crc32c.crc32c(np.arange(5, dtype="<i8").tobytes())
-    assert ckpt.CHECKSUMS_KEY == "crc32c"
+    assert ckpt_format.CHECKSUMS_KEY == "crc32c"
 
 
 # ---- corrupt data: every read path raises DataLossError -----------------------------------------
@@ -147,15 +150,15 @@ def test_checksum_table_is_crc32c_of_each_tensors_stored_bytes(tmp_path):
                                       ("global_step", "flip"), ("table", "flip")])
 def test_overwritten_tensor_bytes_are_data_loss_naming_file_and_tensor(tmp_path, name, how):
     sess, var_list = adam_model(seed=1)
-    path = ckpt.Saver(var_list).save(sess, str(tmp_path / "model.ckpt"), global_step=7,
-                                     write_state=False)
-    stored = json.loads(ckpt.load_checkpoint(path).metadata["crc32c"])[name]
+    path = ckpt_saver.Saver(var_list).save(sess, str(tmp_path / "model.ckpt"), global_step=7,
+                                           write_state=False)
+    stored = json.loads(ckpt_reader.load_checkpoint(path).metadata["crc32c"])[name]
     _corrupt(path, name, how)
 
     target, target_vars = _fresh_target()
     before = _snapshot(target)
     with pytest.raises(errors.DataLossError, match=CHECKSUM_MISMATCH) as e:
-        ckpt.Saver(target_vars).restore(target, path)
+        ckpt_saver.Saver(target_vars).restore(target, path)
     message = str(e.value)
     assert path in message and repr(name) in message
     got_stored, computed = (int(x) for x in re.search(CHECKSUM_MISMATCH, message).groups())
@@ -165,24 +168,24 @@ def test_overwritten_tensor_bytes_are_data_loss_naming_file_and_tensor(tmp_path,
     _assert_values(target, before)
 
     # Every other read path that returns the tensor's value.
-    reader = ckpt.load_checkpoint(path)
+    reader = ckpt_reader.load_checkpoint(path)
     with pytest.raises(errors.DataLossError, match=CHECKSUM_MISMATCH):
         reader.get_tensor(name)
     with pytest.raises(errors.DataLossError, match=repr(name)):
-        ckpt.load_variable(path, name)
+        ckpt_reader.load_variable(path, name)
     with pytest.raises(errors.DataLossError, match=repr(name)):
-        ckpt.read_checkpoint_file(path)
+        ckpt_format.read_checkpoint_file(path)
     # The intact tensors still read, each checked on its own (as TF's bundle reader).
     other = "b" if name != "b" else "W"
     np.testing.assert_array_equal(reader.get_tensor(other), sess.values[other])
     # Listing reads the header only.
-    assert dict(ckpt.list_variables(path))[name] == list(sess.values[name].shape)
+    assert dict(ckpt_reader.list_variables(path))[name] == list(sess.values[name].shape)
 
 
 def test_truncated_file_is_data_loss_naming_the_tensors_cut_off(tmp_path):
     sess, var_list = adam_model()
-    path = ckpt.Saver(var_list).save(sess, str(tmp_path / "model.ckpt"), global_step=3,
-                                     write_state=False)
+    path = ckpt_saver.Saver(var_list).save(sess, str(tmp_path / "model.ckpt"), global_step=3,
+                                           write_state=False)
     header, base = _header(path)
     spans = sorted((v["data_offsets"][1], k) for k, v in header.items() if k != "__metadata__")
     last = spans[-1][1]
@@ -192,10 +195,10 @@ def test_truncated_file_is_data_loss_naming_the_tensors_cut_off(tmp_path):
 
     target, target_vars = _fresh_target()
     before = _snapshot(target)
-    for read in (lambda: ckpt.Saver(target_vars).restore(target, str(torn)),
-                 lambda: ckpt.load_checkpoint(torn),
-                 lambda: ckpt.read_checkpoint_file(torn),
-                 lambda: ckpt.list_variables(torn)):
+    for read in (lambda: ckpt_saver.Saver(target_vars).restore(target, str(torn)),
+                 lambda: ckpt_reader.load_checkpoint(torn),
+                 lambda: ckpt_format.read_checkpoint_file(torn),
+                 lambda: ckpt_reader.list_variables(torn)):
         with pytest.raises(errors.DataLossError, match="truncated") as e:
             read()
         assert str(torn) in str(e.value) and repr(last) in str(e.value)
@@ -206,15 +209,15 @@ def test_truncated_file_is_data_loss_naming_the_tensors_cut_off(tmp_path):
     half = base + (spans[-1][0] // 2)
     torn.write_bytes(raw[:half])
     with pytest.raises(errors.DataLossError, match=r"truncated.* and \d+ more") as e:
-        ckpt.load_checkpoint(torn)
+        ckpt_reader.load_checkpoint(torn)
     # Cut inside the header: the file is named, safetensors says why.
     torn.write_bytes(raw[:5])
     with pytest.raises(errors.DataLossError, match="model.ckpt-4.*not a valid safetensors"):
-        ckpt.load_checkpoint(torn)
+        ckpt_reader.load_checkpoint(torn)
     # Bytes appended after the last tensor.
     torn.write_bytes(raw + b"\0" * 5)
     with pytest.raises(errors.DataLossError, match="5 unexpected bytes follow"):
-        ckpt.load_checkpoint(torn)
+        ckpt_reader.load_checkpoint(torn)
 
 
 def _write_raw(path, tensors: dict, metadata: dict) -> None:
@@ -236,7 +239,8 @@ def test_corrupt_checksum_table_is_data_loss(tmp_path, table, match):
     path = tmp_path / "m"
     _write_raw(path, {"W": np.ones(3, np.float32), "b": np.zeros(2, np.float32)},
                {"format": "psrt-ckpt-1", "crc32c": table})
-    for read in (lambda: ckpt.load_checkpoint(path), lambda: ckpt.read_checkpoint_file(path)):
+    for read in (lambda: ckpt_reader.load_checkpoint(path),
+                 lambda: ckpt_format.read_checkpoint_file(path)):
         with pytest.raises(errors.DataLossError, match=match) as e:
             read()
         assert str(path) in str(e.value)
@@ -252,19 +256,19 @@ def test_checkpoint_without_checksums_loads_as_before(tmp_path):
     path = os.path.join(d, "model.ckpt-150")
     _write_raw(path, sess._psrt_read_state(var_list),
                {"format": "psrt-ckpt-1", "global_step": "150"})
-    ckpt.update_checkpoint_state(d, path)
+    ckpt_mgmt.update_checkpoint_state(d, path)
 
     target, target_vars = _fresh_target()
-    ckpt.Saver(target_vars).restore(target, ckpt.latest_checkpoint(d))
+    ckpt_saver.Saver(target_vars).restore(target, ckpt_mgmt.latest_checkpoint(d))
     _assert_values(target, sess.values)
-    reader = ckpt.load_checkpoint(d)
+    reader = ckpt_reader.load_checkpoint(d)
     assert reader.metadata == {"format": "psrt-ckpt-1", "global_step": "150"}
     np.testing.assert_array_equal(reader.get_tensor("W/Adam"), sess.values["W/Adam"])
-    assert sorted(ckpt.read_checkpoint_file(path)) == sorted(sess.values)
+    assert sorted(ckpt_format.read_checkpoint_file(path)) == sorted(sess.values)
 
     # Without a checksum a changed byte cannot be detected: it loads, as it always did.
     _corrupt(path, "table", "flip")
-    changed = ckpt.load_variable(path, "table")
+    changed = ckpt_reader.load_variable(path, "table")
     assert not np.array_equal(changed, sess.values["table"])
 
 
@@ -276,9 +280,9 @@ def test_restore_latest_falls_back_to_previous_intact_checkpoint(tmp_path, caplo
     _corrupt(paths[2], "W/Adam", "nan")
 
     target, target_vars = _fresh_target()
-    latest = ckpt.latest_checkpoint(str(tmp_path))
+    latest = ckpt_mgmt.latest_checkpoint(str(tmp_path))
     assert latest == paths[2]
-    ckpt.Saver(target_vars).restore(target, latest)
+    ckpt_saver.Saver(target_vars).restore(target, latest)
     _assert_values(target, saved[20])
     assert target.writes == 1
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -293,7 +297,7 @@ def test_restore_latest_falls_back_to_previous_intact_checkpoint(tmp_path, caplo
     with open(paths[1], "wb") as f:
         f.write(raw[:-1])
     target, target_vars = _fresh_target()
-    ckpt.Saver(target_vars).restore(target, latest)
+    ckpt_saver.Saver(target_vars).restore(target, latest)
     _assert_values(target, saved[10])
     text = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     assert "Older checkpoint %s, tried because %s is corrupt, cannot be restored" % (
@@ -310,7 +314,7 @@ def test_restore_with_every_listed_checkpoint_corrupt_is_data_loss(tmp_path):
     target, target_vars = _fresh_target()
     before = _snapshot(target)
     with pytest.raises(errors.DataLossError, match=CHECKSUM_MISMATCH) as e:
-        ckpt.Saver(target_vars).restore(target, paths[2])
+        ckpt_saver.Saver(target_vars).restore(target, paths[2])
     message = str(e.value)
     # The requested file and its tensor first, then each older one tried and why.
     assert message.startswith("Checkpoint %r, tensor 'W'" % paths[2])
@@ -329,7 +333,7 @@ def test_explicit_path_falls_back_only_to_older_listed_checkpoints(tmp_path, cap
 
     # Step 20 asked for: 10 is restored, never the newer (intact) 30.
     target, target_vars = _fresh_target()
-    ckpt.Saver(target_vars).restore(target, paths[1])
+    ckpt_saver.Saver(target_vars).restore(target, paths[1])
     _assert_values(target, saved[10])
     assert "Restored %s instead" % paths[0] in caplog.text
 
@@ -337,7 +341,7 @@ def test_explicit_path_falls_back_only_to_older_listed_checkpoints(tmp_path, cap
     _corrupt(paths[0], "table", "flip")
     with pytest.raises(errors.DataLossError,
                        match="no older checkpoint is listed with it in .*checkpoint"):
-        ckpt.Saver(target_vars).restore(target, paths[0])
+        ckpt_saver.Saver(target_vars).restore(target, paths[0])
 
     # A file the state file does not list (here a copy elsewhere) gets no fallback.
     elsewhere = tmp_path / "copy"
@@ -346,7 +350,7 @@ def test_explicit_path_falls_back_only_to_older_listed_checkpoints(tmp_path, cap
     copy.write_bytes(_bytes(paths[2]))
     _corrupt(copy, "W", "flip")
     with pytest.raises(errors.DataLossError, match="no older checkpoint is listed"):
-        ckpt.Saver(target_vars).restore(target, str(copy))
+        ckpt_saver.Saver(target_vars).restore(target, str(copy))
 
 
 def test_fallback_is_for_data_loss_only(tmp_path):
@@ -357,7 +361,7 @@ def test_fallback_is_for_data_loss_only(tmp_path):
     target = FakeSession()
     w = target.variable("W", np.zeros((4, 3), np.float32), slots=("Momentum",))
     with pytest.raises(errors.NotFoundError, match="Key W/Momentum not found"):
-        ckpt.Saver([w]).restore(target, paths[2])
+        ckpt_saver.Saver([w]).restore(target, paths[2])
     assert target.writes == 0
 
 

@@ -6,14 +6,16 @@ import json
 
 import pytest
 
-from psrt.distribute.cluster_spec import (
-    ClusterSpec,
+from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.distribute.slurm import (
     SlurmClusterResolver,
-    TaskRole,
-    cluster_spec_from_tf_config,
     expand_hostlist,
     expand_tasks_per_node,
     task_role_from_slurm,
+)
+from psrt.distribute.tf_config import (
+    TaskRole,
+    cluster_spec_from_tf_config,
     task_role_from_tf_config,
 )
 

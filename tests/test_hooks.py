@@ -874,7 +874,10 @@ def test_ckpt_default_saver_falls_back_to_new_saver(gstep, monkeypatch, tmp_path
 
     _install_module(monkeypatch, "checkpoint", Saver=make_saver)
     hook = CheckpointSaverHook(str(tmp_path), save_steps=1)
-    _monitored(types.SimpleNamespace(sess=FakeSession(gstep), train_op=TrainOp()), hook, 1)
+    # The new saver joins the graph's SAVERS collection: a graph of its own keeps it out of
+    # the process's default graph, which later tests share.
+    with psrt.Graph().as_default():
+        _monitored(types.SimpleNamespace(sess=FakeSession(gstep), train_op=TrainOp()), hook, 1)
     assert len(made) == 1 and made[0].steps == [0, 1]
 
 

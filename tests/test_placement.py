@@ -13,18 +13,20 @@ import numpy as np
 import pytest
 
 from psrt.distribute.cluster_spec import ClusterSpec
-from psrt.framework.device import (
+from psrt.distribute.device_setter import (
     STANDARD_PS_OPS,
-    DeviceSpec,
     GreedyLoadBalancingStrategy,
-    OpDef,
     byte_size_load_fn,
+    replica_device_setter,
+)
+from psrt.framework.device import (
+    DeviceSpec,
+    OpDef,
     canonical_name,
     current_device_stack,
     device,
     get_device_for,
     merge_device,
-    replica_device_setter,
 )
 
 CLUSTER = ClusterSpec({
@@ -438,7 +440,7 @@ def test_ps2_tasks_use_cpu_for_ps():
 
 
 def test_ps2_tasks_no_merging(caplog):
-    with caplog.at_level(logging.WARNING, logger="psrt.framework.device"):
+    with caplog.at_level(logging.WARNING, logger="psrt.distribute.device_setter"):
         setter = replica_device_setter(cluster=CLUSTER, merge_devices=False)
     assert "merge_devices=True" in caplog.text
     with device(setter):

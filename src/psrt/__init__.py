@@ -89,6 +89,7 @@ from psrt.ops.init_ops import (
 )
 from psrt.ops.nn_ops import matmul, reduce_mean, reduce_sum, sigmoid, tanh
 from psrt.ops.partitioned_variables import (
+    fixed_size_partitioner,
     min_max_variable_partitioner,
     variable_axis_size_partitioner,
 )
@@ -99,8 +100,18 @@ from psrt.ops.variable_scope import (
     get_variable_scope,
     variable_scope,
 )
-from psrt.ops.variables import PartitionedVariable, Variable, all_variables, global_variables, global_variables_initializer, initialize_all_variables, is_variable_initialized, report_uninitialized_variables, trainable_variables, variables_initializer
-from psrt.ops.partitioned_variables import fixed_size_partitioner
+from psrt.ops.variables import (
+    PartitionedVariable,
+    Variable,
+    all_variables,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    is_variable_initialized,
+    report_uninitialized_variables,
+    trainable_variables,
+    variables_initializer,
+)
 from psrt.runtime.session import Session
 
 __version__ = "0.1.0"

@@ -1,28 +1,25 @@
 """The ``tf.train`` namespace: re-exports only (docs/architecture.md)."""
 
 from psrt.framework import missing as _missing
-from psrt.checkpoint.saver import (
-    Saver,
+from psrt.checkpoint.checkpoint_management import (
     checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
-    list_variables,
-    load_checkpoint,
-    load_variable,
     update_checkpoint_state,
 )
-from psrt.distribute.cluster_spec import (
-    ClusterSpec,
-    SlurmClusterResolver,
-    TaskRole,
-    cluster_spec_from_tf_config,
-    task_role_from_slurm,
-    task_role_from_tf_config,
-)
-from psrt.framework.device import (
+from psrt.checkpoint.checkpoint_reader import list_variables, load_checkpoint, load_variable
+from psrt.checkpoint.saver import Saver
+from psrt.distribute.cluster_spec import ClusterSpec
+from psrt.distribute.device_setter import (
     GreedyLoadBalancingStrategy,
     byte_size_load_fn,
     replica_device_setter,
+)
+from psrt.distribute.slurm import SlurmClusterResolver, task_role_from_slurm
+from psrt.distribute.tf_config import (
+    TaskRole,
+    cluster_spec_from_tf_config,
+    task_role_from_tf_config,
 )
 from psrt.framework.protos import ServerDef
 from psrt.runtime.server import Server

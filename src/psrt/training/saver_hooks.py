@@ -7,6 +7,7 @@ import logging
 import os
 from typing import Iterable, Optional
 
+from psrt.checkpoint import saver as _saver
 from psrt.ops import summary_writer as _summary_writer
 from psrt.training.basic_session_run_hooks import (
     SecondOrStepTimer,
@@ -61,9 +62,11 @@ class CheckpointSaverHook(SessionRunHook):
     * in ``after_run``, when the timer triggers for the global step the run returned;
     * in ``end()``, unless the last save was at the current step.
 
-    The saver is ``saver``, else ``scaffold.saver``, else psrt's default saver (as TF's
-    ``SAVERS`` collection lookup). Each save also writes a ``SessionLog`` CHECKPOINT event at
-    its step to ``psrt.summary.FileWriterCache.get(checkpoint_dir)``, as TF.
+    The saver is ``saver``, else ``scaffold.saver``, else the one Saver of the default
+    graph's ``SAVERS`` collection, where a default ``Saver()`` is created and added when it
+    is empty (TF's ``saver._get_saver_or_default``; TF's hook raises instead). Each save also
+    writes a ``SessionLog`` CHECKPOINT event at its step to
+    ``psrt.summary.FileWriterCache.get(checkpoint_dir)``, as TF.
 
     Args:
         checkpoint_dir: Directory for the checkpoint files (str).
@@ -164,12 +167,7 @@ class CheckpointSaverHook(SessionRunHook):
             return self._saver
         if self._scaffold is not None and getattr(self._scaffold, "saver", None) is not None:
             return self._scaffold.saver
-        from psrt.checkpoint import (
-            saver as checkpoint,  # lazy: checkpoint imports the session layer
-        )
-
-        default = getattr(checkpoint, "_get_saver_or_default", None)
-        self._saver = default() if default is not None else checkpoint.Saver()
+        self._saver = _saver._get_saver_or_default()
         return self._saver
 
 

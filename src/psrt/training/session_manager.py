@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from psrt.checkpoint import saver as _checkpoint
+from psrt.checkpoint import checkpoint_management as _checkpoint_management
 from psrt.framework import errors
 from psrt.ops import variables as _variables
 from psrt.runtime.session import Session
@@ -57,10 +57,10 @@ class SessionManager:
             saver.restore(sess, checkpoint_filename_with_path)
             return sess, True
         deadline = time.monotonic() + max_wait_secs
-        path = _checkpoint.latest_checkpoint(checkpoint_dir)
+        path = _checkpoint_management.latest_checkpoint(checkpoint_dir)
         while path is None and wait_for_checkpoint and time.monotonic() < deadline:
             time.sleep(min(self._recovery_wait_secs, max(0.0, deadline - time.monotonic())))
-            path = _checkpoint.latest_checkpoint(checkpoint_dir)
+            path = _checkpoint_management.latest_checkpoint(checkpoint_dir)
         if path is None:
             return sess, False
         try:
@@ -70,7 +70,7 @@ class SessionManager:
             raise
         # As TF: the saver continues the kept-checkpoint list of the state file, so that
         # max_to_keep still deletes the checkpoints written before the restart.
-        state = _checkpoint.get_checkpoint_state(checkpoint_dir)
+        state = _checkpoint_management.get_checkpoint_state(checkpoint_dir)
         if state is not None and hasattr(saver, "recover_last_checkpoints"):
             saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
         return sess, True
