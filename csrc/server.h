@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "budget.h"
 #include "status.h"
 #include "store.h"
 
@@ -93,26 +94,6 @@ class Server {
 
  private:
   struct Connection;
-  // The in-flight byte budget and its pool of chunk buffers (thread-safe).
-  class Budget {
-   public:
-    void Init(uint64_t capacity, size_t chunk);
-    // Waits until n bytes fit (n <= capacity) or `abort` returns true (polled every 100 ms):
-    // a buffer of n bytes, or null (aborted, or out of memory).
-    uint8_t* Acquire(size_t n, const std::function<bool()>& abort);
-    void Release(uint8_t* p, size_t n);
-    uint64_t capacity() const { return capacity_; }
-    uint64_t peak() const;
-
-   private:
-    mutable std::mutex mu_;
-    std::condition_variable cv_;
-    uint64_t capacity_ = 0;
-    uint64_t used_ = 0;
-    uint64_t peak_ = 0;
-    size_t chunk_ = 0;
-    std::vector<std::unique_ptr<uint8_t[]>> free_;  // chunk-sized buffers for reuse
-  };
   Server() = default;
   void AcceptLoop();
   // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
