@@ -33,8 +33,7 @@ struct Server::Connection {
   std::chrono::steady_clock::time_point last_frame = accepted_at;
   std::string job;
   int task = -1;
-  uint64_t session = 0;             // this connection's HELLO number (synchronous training)
-  uint64_t sync_epoch = 0;          // the model epoch its sync requests saw first (0: none)
+  SyncSession sync;                 // its place in synchronous training
   std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory
   KernelArgs stream_args;           // a streamed PUSH's optimizer arguments (beta powers)
@@ -76,8 +75,7 @@ Status Server::SetClusterDef(const std::string& cluster_def) {
 
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
   if (options.cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(options.cluster_def);
-  std::unique_ptr<Server> s(new Server());
-  s->options_ = options;
+  std::unique_ptr<Server> s(new Server(options));
   s->options_.chunk_bytes = std::max<uint64_t>(s->options_.chunk_bytes, 4096) / 8 * 8;
   // A frame read whole must fit the in-flight budget too.
   s->options_.max_payload = std::min(s->options_.max_payload,
@@ -108,6 +106,11 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
   *out = std::move(s);
   return Status::Ok();
 }
+
+Server::Server(const ServerOptions& options)
+    : options_(options),
+      sync_(&store_, &stopping_,
+            "/job:" + options.job + "/task:" + std::to_string(options.task)) {}
 
 Server::~Server() { Stop(); }
 
@@ -153,8 +156,7 @@ bool Server::Wait(double timeout_s) {
 }
 
 std::vector<std::pair<std::string, int>> Server::DoneWorkers() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return {done_.begin(), done_.end()};
+  return sync_.DoneWorkers();
 }
 
 int Server::NumConnections() const {
@@ -323,9 +325,7 @@ std::string FormatSeconds(double s) {
 void Server::Admit(Connection* conn) {
   if (conn->channel != kChannelRequests) return;
   // A request connection starts a session of this task (synchronous training's bookkeeping).
-  std::lock_guard<std::mutex> l(mu_);
-  conn->session = ++sessions_;
-  finished_.erase({conn->job, conn->task});
+  sync_.BeginSession(conn->job, conn->task, &conn->sync);
 }
 
 void Server::Event(const std::string& what) {
@@ -358,58 +358,6 @@ bool Server::HeartbeatSeen(const std::string& job, int task,
   std::lock_guard<std::mutex> l(mu_);
   auto it = heartbeats_.find({job, task});
   return it != heartbeats_.end() && it->second >= since;
-}
-
-bool Server::SyncEnded(const Connection* conn) const {
-  return conn->session <= end_session_.load();
-}
-
-Status Server::CheckSyncOpen(const Connection* conn) const {
-  if (!SyncEnded(conn)) return Status::Ok();
-  std::lock_guard<std::mutex> l(mu_);
-  return Status(Code::kOutOfRange, "synchronous training ended: " + end_reason_);
-}
-
-bool Server::ModelChanged(const Connection* conn) const {
-  return conn->sync_epoch != 0 && conn->sync_epoch != model_epoch_.load();
-}
-
-Status Server::CheckModelEpoch(Connection* conn) {
-  if (conn->sync_epoch == 0) conn->sync_epoch = model_epoch_.load();
-  if (!ModelChanged(conn)) return Status::Ok();
-  return Status(Code::kAborted,
-                "the model on /job:" + options_.job + "/task:" + std::to_string(options_.task) +
-                    " was initialized or restored (by another session) after this session "
-                    "read it; the session must read it again");
-}
-
-void Server::ModelWritten(Connection* conn) {
-  conn->sync_epoch = ++model_epoch_;
-  store_.SyncWakeAll();
-}
-
-bool Server::SyncPreamble(Connection* conn, Variable* var, int64_t tag, SyncResult* out,
-                          Status* st) {
-  *st = CheckModelEpoch(conn);
-  if (!st->ok()) return true;
-  if (!SyncEnded(conn)) return false;
-  // A stale gradient is dropped as always (the step it belongs to completed, and the
-  // session's wait for that step must still be answered); a fresh one can no longer count.
-  if (!store_.SyncStale(var, tag, out)) *st = CheckSyncOpen(conn);
-  return true;
-}
-
-Status Server::WaitForStep(Connection* conn, Variable* var, const Header& h, SyncResult* out) {
-  PSRT_RETURN_IF_ERROR(CheckModelEpoch(conn));
-  // A step already reached is answered even after training ended: only a wait that cannot
-  // complete any more is ended (SyncWait checks readiness before the abort predicate).
-  Status st = store_.SyncWait(
-      var, h.step, h.arg1,
-      [this, conn] { return stopping_.load() || SyncEnded(conn) || ModelChanged(conn); }, out);
-  if (st.ok() && out->aborted) st = CheckModelEpoch(conn);
-  if (st.ok() && out->aborted) st = CheckSyncOpen(conn);
-  if (st.ok() && out->aborted) st = Status(Code::kCancelled, "the ps task is stopping");
-  return st;
 }
 
 bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
@@ -588,7 +536,7 @@ bool Server::StreamAssign(Connection* conn, const Header& h, Variable* var) {
     store_.MarkInitialized(var);
     if (h.flags & kFlagInit) {  // a restore starts the synchronous state afresh
       store_.SyncReset(var);
-      ModelWritten(conn);
+      sync_.ModelWritten(&conn->sync);
     }
   }
   return Reply(conn, h, Status::Ok(), 0, 0, var->id);
@@ -634,7 +582,7 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
                   }))
     return false;
   store_.FinishInit(var);
-  ModelWritten(conn);
+  sync_.ModelWritten(&conn->sync);
   return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
 }
 
@@ -939,7 +887,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       if (st.ok()) st = store_.Register(spec, init, &var);
       if (!st.ok()) return Reply(conn, h, st);
       if (run_init) store_.RunInitializer(var, spec.init);
-      if (init != nullptr || run_init) ModelWritten(conn);
+      if (init != nullptr || run_init) sync_.ModelWritten(&conn->sync);
       uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
       return Reply(conn, h, st, 0, f, var->id);
     }
@@ -949,7 +897,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                  var->spec.name));
       SyncResult sr;
       if (h.flags & kFlagWaitStep) {
-        st = WaitForStep(conn, var, h, &sr);
+        st = sync_.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
         if (!st.ok()) return Reply(conn, h, st);
         if (!sr.ready)
           return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
@@ -1011,7 +959,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
         st = store_.SyncCheckPush(var, sparse, reinterpret_cast<const int64_t*>(p),
                                   sparse ? h.count : 0);
         if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-        if (SyncPreamble(conn, var, h.step, &sr, &st))
+        if (sync_.Preamble(&conn->sync, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         if (sparse) {
           // An empty row-sparse gradient (count 0, no payload) is legal, as in TF: it counts
@@ -1045,7 +993,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       // A restore (kFlagInit) starts the variable's synchronous state afresh.
       if (st.ok() && h.slot == 0 && (h.flags & kFlagInit)) {
         store_.SyncReset(var);
-        ModelWritten(conn);
+        sync_.ModelWritten(&conn->sync);
       }
       return Reply(conn, h, st, 0, 0, var->id);
     case Op::kAssignAdd:
@@ -1055,7 +1003,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       st = store_.StepRead(var, &v);
       if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
       SyncResult sr;
-      st = WaitForStep(conn, var, h, &sr);
+      st = sync_.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
       return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
                    sr.count);
     }
@@ -1065,7 +1013,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
         SyncResult sr;
         st = store_.SyncCheckStep(var);
         if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-        if (SyncPreamble(conn, var, h.step, &sr, &st))
+        if (sync_.Preamble(&conn->sync, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         st = store_.SyncStepIncrement(var, h.step, &sr);
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
@@ -1096,7 +1044,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
     }
     case Op::kTableImport:
       st = store_.TableImport(var, p, h.count, (h.flags & kFlagInit) != 0);
-      if (st.ok()) ModelWritten(conn);
+      if (st.ok()) sync_.ModelWritten(&conn->sync);
       return Reply(conn, h, st, 0, 0, var->id);
     case Op::kTableEvict: {
       size_t evicted = 0;
@@ -1143,22 +1091,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       if (conn->channel == kChannelHeartbeat) NoteHeartbeat(conn->job, conn->task);
       return Reply(conn, h, st);
     case Op::kWorkerDone: {
-      std::string job(reinterpret_cast<const char*>(p), h.payload_len);
-      bool end = false;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        done_.emplace(job, static_cast<int>(h.var_id));
-        finished_.emplace(job, static_cast<int>(h.var_id));
-        if (!store_.SyncCanComplete(finished_.size())) {
-          // Too few workers remain to complete a step: end it for every session so far.
-          end = true;
-          end_reason_ = "/job:" + job + "/task:" + std::to_string(h.var_id) +
-                        " finished, and the " + std::to_string(finished_.size()) +
-                        " finished worker(s) leave too few to aggregate a step";
-          end_session_.store(sessions_);
-        }
-      }
-      if (end) store_.SyncDropAllPending();
+      sync_.WorkerDone(std::string(reinterpret_cast<const char*>(p), h.payload_len), h.var_id);
       return Reply(conn, h, st);
     }
   }

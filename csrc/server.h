@@ -23,6 +23,7 @@
 #include "budget.h"
 #include "status.h"
 #include "store.h"
+#include "sync_lifecycle.h"
 
 namespace psrt {
 
@@ -94,7 +95,7 @@ class Server {
 
  private:
   struct Connection;
-  Server() = default;
+  explicit Server(const ServerOptions& options);
   void AcceptLoop();
   // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
   // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
@@ -132,21 +133,6 @@ class Server {
   bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
              uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
              size_t len = 0, uint32_t count = 0);
-  // Synchronous training: OutOfRange once training ended for sessions that began before.
-  Status CheckSyncOpen(const Connection* conn) const;
-  bool SyncEnded(const Connection* conn) const;
-  // Before a tagged PUSH/STEP_INCREMENT: true when it is answered without being applied:
-  // *st is Aborted when the model was initialized or restored by another connection since
-  // this one's first synchronous request; after training ended, a stale gradient is OK (not
-  // accepted) and a fresh one OutOfRange.
-  bool SyncPreamble(Connection* conn, Variable* var, int64_t tag, SyncResult* out, Status* st);
-  // The model epoch: bumped by every initialization and restore. A connection adopts it at its
-  // first synchronous request; Aborted when it changed since (the session must re-read).
-  Status CheckModelEpoch(Connection* conn);
-  bool ModelChanged(const Connection* conn) const;
-  void ModelWritten(Connection* conn);  // an init or restore on conn: bump, conn keeps up
-  Status WaitForStep(Connection* conn, Variable* var, const Header& h, SyncResult* out);
-
   ServerOptions options_;
   int listen_fd_ = -1;
   int port_ = 0;
@@ -158,19 +144,12 @@ class Server {
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
+  SyncLifecycle sync_;
 
-  mutable std::mutex mu_;           // guards conns_, done_, stopped condition
+  mutable std::mutex mu_;           // guards conns_, events, heartbeats, stopped condition
   std::mutex cluster_mu_;           // guards options_.cluster_def
   std::condition_variable stopped_cv_;
   std::vector<std::unique_ptr<Connection>> conns_;
-  std::set<std::pair<std::string, int>> done_;
-  // Synchronous training's end: workers that finished (WorkerDone) since their last HELLO;
-  // when they leave too few to complete a step, sessions numbered <= end_session_ are ended.
-  std::set<std::pair<std::string, int>> finished_;
-  uint64_t sessions_ = 0;                       // guarded by mu_: HELLOs so far
-  std::atomic<uint64_t> end_session_{0};
-  std::atomic<uint64_t> model_epoch_{1};
-  std::string end_reason_;                      // guarded by mu_
   std::vector<std::string> events_;             // guarded by mu_
   size_t events_dropped_ = 0;                   // guarded by mu_
   // Last heartbeat PING of each (job, task), guarded by mu_.
