@@ -263,7 +263,7 @@ void Server::AcceptLoop() {
       for (auto& c : conns_) open_conns += c->finished.load() ? 0 : 1;
       if (open_conns >= options_.max_connections) {
         l.unlock();
-        Event("refused " + conn->peer + ": " + std::to_string(open_conns) +
+        events_.Add("refused " + conn->peer + ": " + std::to_string(open_conns) +
               " connections open, the maximum (max_connections)");
         Refuse(fd, Code::kResourceExhausted,
                "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
@@ -328,37 +328,7 @@ void Server::Admit(Connection* conn) {
   sync_.BeginSession(conn->job, conn->task, &conn->sync);
 }
 
-void Server::Event(const std::string& what) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (events_.size() >= kMaxEvents) {
-    events_.erase(events_.begin());
-    ++events_dropped_;
-  }
-  events_.push_back(what);
-}
-
-std::vector<std::string> Server::TakeEvents() {
-  std::lock_guard<std::mutex> l(mu_);
-  std::vector<std::string> out;
-  out.swap(events_);
-  if (events_dropped_ > 0) {
-    out.insert(out.begin(), std::to_string(events_dropped_) + " earlier event(s) dropped");
-    events_dropped_ = 0;
-  }
-  return out;
-}
-
-void Server::NoteHeartbeat(const std::string& job, int task) {
-  std::lock_guard<std::mutex> l(mu_);
-  heartbeats_[{job, task}] = std::chrono::steady_clock::now();
-}
-
-bool Server::HeartbeatSeen(const std::string& job, int task,
-                           std::chrono::steady_clock::time_point since) const {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = heartbeats_.find({job, task});
-  return it != heartbeats_.end() && it->second >= since;
-}
+std::vector<std::string> Server::TakeEvents() { return events_.Take(); }
 
 bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
                    uint8_t flags, uint32_t var_id, const void* payload, size_t len,
@@ -396,7 +366,7 @@ bool Server::AwaitFrame(Connection* conn) {
     if (!conn->authenticated) {
       // A peer that connects and never completes HELLO (and AUTH) holds a thread: bounded.
       if (options_.hello_timeout_s > 0 && now - conn->accepted_at > secs(options_.hello_timeout_s)) {
-        Event("closed " + conn->peer + ": no HELLO" +
+        events_.Add("closed " + conn->peer + ": no HELLO" +
               std::string(options_.secret.empty() ? "" : " and AUTH") + " within " +
               FormatSeconds(options_.hello_timeout_s) + " s");
         return false;
@@ -404,10 +374,10 @@ bool Server::AwaitFrame(Connection* conn) {
     } else if (options_.idle_timeout_s > 0 &&
                now - conn->last_frame > secs(options_.idle_timeout_s) &&
                (conn->channel == kChannelHeartbeat ||
-                !HeartbeatSeen(conn->job, conn->task, now - secs(options_.idle_timeout_s)))) {
+                !heartbeats_.SeenSince(conn->job, conn->task, now - secs(options_.idle_timeout_s)))) {
       // Idle past the limit, and (a request connection) its task's heartbeat is silent too:
       // the task left or its host vanished.
-      Event("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
+      events_.Add("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
             " from " + conn->peer + " after " + FormatSeconds(options_.idle_timeout_s) + " s");
       return false;
     }
@@ -428,7 +398,7 @@ void Server::Serve(Connection* conn) {
     if (!AwaitFrame(conn)) break;
     Status rs = ReadFullWithin(conn->fd, hb, kHeaderSize, conn->peer, options_.stall_timeout_s);
     if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) Event("dropped " + rs.message());
+      if (rs.code() == Code::kDeadlineExceeded) events_.Add("dropped " + rs.message());
       break;
     }
     Header h = DecodeHeader(hb);
@@ -454,7 +424,7 @@ void Server::Serve(Connection* conn) {
     }
     if (!conn->authenticated && h.op != static_cast<uint8_t>(Op::kHello) &&
         h.op != static_cast<uint8_t>(Op::kAuth)) {
-      Event("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
+      events_.Add("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
       Reply(conn, h, Status(Code::kUnauthenticated,
                             "this ps task requires authentication (the job's shared secret) "
                             "before " + OpName(h.op)));
@@ -487,7 +457,7 @@ bool Server::ReadChunks(Connection* conn, uint64_t n, size_t elem,
     if (st.ok()) use(buf, done, len);
     budget_.Release(buf, chunk);
     if (!st.ok()) {
-      if (st.code() == Code::kDeadlineExceeded) Event("dropped " + st.message());
+      if (st.code() == Code::kDeadlineExceeded) events_.Add("dropped " + st.message());
       return false;
     }
     done += len;
@@ -798,7 +768,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
     }
     Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, options_.stall_timeout_s);
     if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) Event("dropped " + rs.message());
+      if (rs.code() == Code::kDeadlineExceeded) events_.Add("dropped " + rs.message());
       return false;
     }
   }
@@ -847,7 +817,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       Digest got;
       std::memcpy(got.data(), p + kNonceSize, got.size());
       if (!DigestEqual(want, got)) {
-        Event("authentication failed for peer " + conn->peer + " (claiming /job:" +
+        events_.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
               conn->job + "/task:" + std::to_string(conn->task) + ")");
         Reply(conn, h, Status(Code::kUnauthenticated,
                               "authentication failed: the proof does not match this job's "
@@ -1088,7 +1058,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());
     }
     case Op::kPing:
-      if (conn->channel == kChannelHeartbeat) NoteHeartbeat(conn->job, conn->task);
+      if (conn->channel == kChannelHeartbeat) heartbeats_.Note(conn->job, conn->task);
       return Reply(conn, h, st);
     case Op::kWorkerDone: {
       sync_.WorkerDone(std::string(reinterpret_cast<const char*>(p), h.payload_len), h.var_id);

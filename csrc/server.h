@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "budget.h"
+#include "events.h"
+#include "heartbeats.h"
 #include "status.h"
 #include "store.h"
 #include "sync_lifecycle.h"
@@ -108,10 +110,6 @@ class Server {
   bool AwaitFrame(Connection* conn);
   // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
   void Admit(Connection* conn);
-  void Event(const std::string& what);
-  void NoteHeartbeat(const std::string& job, int task);
-  bool HeartbeatSeen(const std::string& job, int task,
-                     std::chrono::steady_clock::time_point since) const;
   void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
@@ -146,14 +144,12 @@ class Server {
   std::atomic<bool> stopped_{false};
   SyncLifecycle sync_;
 
-  mutable std::mutex mu_;           // guards conns_, events, heartbeats, stopped condition
+  mutable std::mutex mu_;           // guards conns_, stopped condition
   std::mutex cluster_mu_;           // guards options_.cluster_def
   std::condition_variable stopped_cv_;
   std::vector<std::unique_ptr<Connection>> conns_;
-  std::vector<std::string> events_;             // guarded by mu_
-  size_t events_dropped_ = 0;                   // guarded by mu_
-  // Last heartbeat PING of each (job, task), guarded by mu_.
-  std::map<std::pair<std::string, int>, std::chrono::steady_clock::time_point> heartbeats_;
+  EventLog events_{kMaxEvents};
+  Heartbeats heartbeats_;
   std::mutex stop_mu_;              // serializes Stop()
 };
 
