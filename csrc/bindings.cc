@@ -18,6 +18,7 @@
 #include "client.h"
 #include "kernels.h"
 #include "server.h"
+#include "store.h"
 #include "wire.h"
 
 namespace py = pybind11;

@@ -1,4 +1,4 @@
-#include "server.h"
+#include "server_impl.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 
 namespace psrt {
 
-struct Server::Connection {
+struct Connection {
   int fd = -1;
   std::string peer;
   std::thread thread;
@@ -50,7 +50,7 @@ constexpr size_t kSmallPayload = size_t{64} << 10;
 constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
 }  // namespace
 
-uint8_t* Server::Connection::Small() {
+uint8_t* Connection::Small() {
   if (!small) small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
   return small.get();
 }
@@ -68,37 +68,37 @@ Status ClusterDefTooBig(const std::string& def) {
 
 Status Server::SetClusterDef(const std::string& cluster_def) {
   if (cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(cluster_def);
-  std::lock_guard<std::mutex> l(cluster_mu_);
-  options_.cluster_def = cluster_def;
+  std::lock_guard<std::mutex> l(impl_->cluster_mu);
+  impl_->options.cluster_def = cluster_def;
   return Status::Ok();
 }
 
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
   if (options.cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(options.cluster_def);
   std::unique_ptr<Server> s(new Server(options));
-  s->options_.chunk_bytes = std::max<uint64_t>(s->options_.chunk_bytes, 4096) / 8 * 8;
+  ServerImpl* m = s->impl_.get();
+  m->options.chunk_bytes = std::max<uint64_t>(m->options.chunk_bytes, 4096) / 8 * 8;
   // A frame read whole must fit the in-flight budget too.
-  s->options_.max_payload = std::min(s->options_.max_payload,
-                                     std::max(s->options_.max_inflight_bytes,
-                                              s->options_.chunk_bytes));
-  s->budget_.Init(s->options_.max_inflight_bytes, s->options_.chunk_bytes);
-  PSRT_RETURN_IF_ERROR(Listen(options.host, options.port, &s->listen_fd_, &s->port_));
-  if (pipe2(s->wake_pipe_, O_CLOEXEC) != 0) {
-    CloseFd(s->listen_fd_);
+  m->options.max_payload = std::min(m->options.max_payload,
+                                    std::max(m->options.max_inflight_bytes,
+                                             m->options.chunk_bytes));
+  m->budget.Init(m->options.max_inflight_bytes, m->options.chunk_bytes);
+  PSRT_RETURN_IF_ERROR(Listen(options.host, options.port, &m->listen_fd, &m->listen_port));
+  if (pipe2(m->wake_pipe, O_CLOEXEC) != 0) {
+    CloseFd(m->listen_fd);
     return Internal(ErrnoMessage("pipe", "", errno));
   }
   std::random_device rd;
-  s->incarnation_ = static_cast<int64_t>(
+  m->incarnation = static_cast<int64_t>(
       ((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
       0x7fffffffffffffffULL);
-  if (s->incarnation_ == 0) s->incarnation_ = 1;
+  if (m->incarnation == 0) m->incarnation = 1;
   // Kept to be closed when descriptors run out, so a pending peer can still be accepted and
   // told why it is refused (ShedPending).
-  s->reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  Server* raw = s.get();
+  m->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   try {
-    s->acceptor_ = std::thread([raw] { raw->AcceptLoop(); });
+    m->acceptor = std::thread([m] { m->AcceptLoop(); });
   } catch (const std::system_error& e) {
     return Status(Code::kResourceExhausted, std::string("cannot start the accept thread: ") +
                                                 e.what());
@@ -107,81 +107,90 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
   return Status::Ok();
 }
 
-Server::Server(const ServerOptions& options)
-    : options_(options),
-      sync_(&store_, &stopping_,
-            "/job:" + options.job + "/task:" + std::to_string(options.task)) {}
+ServerImpl::ServerImpl(const ServerOptions& o)
+    : options(o),
+      sync(&store, &stopping, "/job:" + o.job + "/task:" + std::to_string(o.task)) {}
+
+Server::Server(const ServerOptions& options) : impl_(std::make_unique<ServerImpl>(options)) {}
 
 Server::~Server() { Stop(); }
 
+int Server::port() const { return impl_->listen_port; }
+int64_t Server::incarnation() const { return impl_->incarnation; }
+VariableStore* Server::store() { return &impl_->store; }
+bool Server::stopped() const { return impl_->stopped.load(); }
+uint64_t Server::PeakInflightBytes() const { return impl_->budget.peak(); }
+
 void Server::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
-  if (stopped_.load()) return;
-  stopping_.store(true);
+  ServerImpl* m = impl_.get();
+  std::lock_guard<std::mutex> stop_lock(m->stop_mu);
+  if (m->stopped.load()) return;
+  m->stopping.store(true);
   char b = 1;
-  ssize_t ignored = write(wake_pipe_[1], &b, 1);
+  ssize_t ignored = write(m->wake_pipe[1], &b, 1);
   (void)ignored;
-  if (acceptor_.joinable()) acceptor_.join();
+  if (m->acceptor.joinable()) m->acceptor.join();
   std::vector<std::unique_ptr<Connection>> conns;
   {
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& c : conns_) shutdown(c->fd, SHUT_RDWR);
-    conns.swap(conns_);
+    std::lock_guard<std::mutex> l(m->mu);
+    for (auto& c : m->conns) shutdown(c->fd, SHUT_RDWR);
+    conns.swap(m->conns);
   }
   for (auto& c : conns) {
     if (c->thread.joinable()) c->thread.join();
     CloseFd(c->fd);
   }
-  CloseFd(listen_fd_);
-  CloseFd(reserve_fd_);
-  reserve_fd_ = -1;
-  CloseFd(wake_pipe_[0]);
-  CloseFd(wake_pipe_[1]);
-  listen_fd_ = wake_pipe_[0] = wake_pipe_[1] = -1;
+  CloseFd(m->listen_fd);
+  CloseFd(m->reserve_fd);
+  m->reserve_fd = -1;
+  CloseFd(m->wake_pipe[0]);
+  CloseFd(m->wake_pipe[1]);
+  m->listen_fd = m->wake_pipe[0] = m->wake_pipe[1] = -1;
   {
-    std::lock_guard<std::mutex> l(mu_);
-    stopped_.store(true);
+    std::lock_guard<std::mutex> l(m->mu);
+    m->stopped.store(true);
   }
-  stopped_cv_.notify_all();
+  m->stopped_cv.notify_all();
 }
 
 bool Server::Wait(double timeout_s) {
-  std::unique_lock<std::mutex> l(mu_);
+  ServerImpl* m = impl_.get();
+  std::unique_lock<std::mutex> l(m->mu);
   if (timeout_s < 0) {
-    stopped_cv_.wait(l, [this] { return stopped_.load(); });
+    m->stopped_cv.wait(l, [m] { return m->stopped.load(); });
     return true;
   }
-  return stopped_cv_.wait_for(l, std::chrono::duration<double>(timeout_s),
-                              [this] { return stopped_.load(); });
+  return m->stopped_cv.wait_for(l, std::chrono::duration<double>(timeout_s),
+                                [m] { return m->stopped.load(); });
 }
 
 std::vector<std::pair<std::string, int>> Server::DoneWorkers() const {
-  return sync_.DoneWorkers();
+  return impl_->sync.DoneWorkers();
 }
 
 int Server::NumConnections() const {
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::mutex> l(impl_->mu);
   int n = 0;
-  for (auto& c : conns_) n += c->finished.load() ? 0 : 1;
+  for (auto& c : impl_->conns) n += c->finished.load() ? 0 : 1;
   return n;
 }
 
-void Server::ShedPending(int err) {
-  if (reserve_fd_ >= 0) {
-    CloseFd(reserve_fd_);
-    reserve_fd_ = -1;
+void ServerImpl::ShedPending(int err) {
+  if (reserve_fd >= 0) {
+    CloseFd(reserve_fd);
+    reserve_fd = -1;
   }
-  int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd >= 0) {
     Refuse(fd, Code::kUnavailable,
-           "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
+           "/job:" + options.job + "/task:" + std::to_string(options.task) +
                " cannot take another connection now (accept: " + std::strerror(err) +
                "); retry later");
   }
-  reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
-void Server::Refuse(int fd, Code code, const std::string& msg) {
+void ServerImpl::Refuse(int fd, Code code, const std::string& msg) {
   // One reply to the HELLO the peer is about to send, so it learns why; never blocks.
   Header h;
   h.op = static_cast<uint8_t>(Op::kHello);
@@ -199,21 +208,21 @@ void Server::Refuse(int fd, Code code, const std::string& msg) {
   CloseFd(fd);
 }
 
-void Server::AcceptLoop() {
+void ServerImpl::AcceptLoop() {
   int backoff_ms = 0;
-  while (!stopping_.load()) {
-    struct pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+  while (!stopping.load()) {
+    struct pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
     int rc = poll(fds, 2, 1000);
     if (rc < 0 && errno != EINTR) break;
-    if (stopping_.load()) break;
+    if (stopping.load()) break;
     {
       // Reap connections whose peer went away so threads and fds do not pile up.
-      std::lock_guard<std::mutex> l(mu_);
-      for (auto it = conns_.begin(); it != conns_.end();) {
+      std::lock_guard<std::mutex> l(mu);
+      for (auto it = conns.begin(); it != conns.end();) {
         if ((*it)->finished.load()) {
           (*it)->thread.join();
           CloseFd((*it)->fd);
-          it = conns_.erase(it);
+          it = conns.erase(it);
         } else {
           ++it;
         }
@@ -222,7 +231,7 @@ void Server::AcceptLoop() {
     if (rc <= 0 || !(fds[0].revents & POLLIN)) continue;
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    int fd = accept4(listen_fd_, reinterpret_cast<struct sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    int fd = accept4(listen_fd, reinterpret_cast<struct sockaddr*>(&ss), &len, SOCK_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
@@ -231,7 +240,7 @@ void Server::AcceptLoop() {
         // back off (10 ms doubling to 1 s) while the connections already open are served.
         ShedPending(err);
         backoff_ms = backoff_ms == 0 ? 10 : std::min(backoff_ms * 2, 1000);
-        struct pollfd wake = {wake_pipe_[0], POLLIN, 0};
+        struct pollfd wake = {wake_pipe[0], POLLIN, 0};
         poll(&wake, 1, backoff_ms);
       }
       continue;
@@ -253,21 +262,21 @@ void Server::AcceptLoop() {
     }
     conn->peer = std::string(host) + ":" + std::to_string(port);
     Connection* raw = conn.get();
-    std::unique_lock<std::mutex> l(mu_);
-    if (stopping_.load()) {
+    std::unique_lock<std::mutex> l(mu);
+    if (stopping.load()) {
       CloseFd(fd);
       break;
     }
-    if (options_.max_connections > 0) {
+    if (options.max_connections > 0) {
       int open_conns = 0;
-      for (auto& c : conns_) open_conns += c->finished.load() ? 0 : 1;
-      if (open_conns >= options_.max_connections) {
+      for (auto& c : conns) open_conns += c->finished.load() ? 0 : 1;
+      if (open_conns >= options.max_connections) {
         l.unlock();
-        events_.Add("refused " + conn->peer + ": " + std::to_string(open_conns) +
+        events.Add("refused " + conn->peer + ": " + std::to_string(open_conns) +
               " connections open, the maximum (max_connections)");
         Refuse(fd, Code::kResourceExhausted,
-               "/job:" + options_.job + "/task:" + std::to_string(options_.task) +
-                   " already serves the maximum of " + std::to_string(options_.max_connections) +
+               "/job:" + options.job + "/task:" + std::to_string(options.task) +
+                   " already serves the maximum of " + std::to_string(options.max_connections) +
                    " connections (max_connections); close idle clients or raise the limit");
         continue;
       }
@@ -287,7 +296,7 @@ void Server::AcceptLoop() {
       CloseFd(fd);  // no thread for this peer (resource limit): refuse it, keep serving others
       continue;
     }
-    conns_.push_back(std::move(conn));
+    conns.push_back(std::move(conn));
   }
 }
 
@@ -322,15 +331,15 @@ std::string FormatSeconds(double s) {
 
 }  // namespace
 
-void Server::Admit(Connection* conn) {
+void ServerImpl::Admit(Connection* conn) {
   if (conn->channel != kChannelRequests) return;
   // A request connection starts a session of this task (synchronous training's bookkeeping).
-  sync_.BeginSession(conn->job, conn->task, &conn->sync);
+  sync.BeginSession(conn->job, conn->task, &conn->sync);
 }
 
-std::vector<std::string> Server::TakeEvents() { return events_.Take(); }
+std::vector<std::string> Server::TakeEvents() { return impl_->events.Take(); }
 
-bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
+bool ServerImpl::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
                    uint8_t flags, uint32_t var_id, const void* payload, size_t len,
                    uint32_t count) {
   Header h;
@@ -355,35 +364,35 @@ bool Server::Reply(Connection* conn, const Header& req, const Status& st, int64_
   return WriteFull(conn->fd, iov, len ? 2 : 1, conn->peer).ok();
 }
 
-bool Server::AwaitFrame(Connection* conn) {
+bool ServerImpl::AwaitFrame(Connection* conn) {
   using Clock = std::chrono::steady_clock;
   const auto secs = [](double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   };
   for (;;) {
-    if (stopping_.load()) return false;
+    if (stopping.load()) return false;
     const auto now = Clock::now();
     if (!conn->authenticated) {
       // A peer that connects and never completes HELLO (and AUTH) holds a thread: bounded.
-      if (options_.hello_timeout_s > 0 && now - conn->accepted_at > secs(options_.hello_timeout_s)) {
-        events_.Add("closed " + conn->peer + ": no HELLO" +
-              std::string(options_.secret.empty() ? "" : " and AUTH") + " within " +
-              FormatSeconds(options_.hello_timeout_s) + " s");
+      if (options.hello_timeout_s > 0 && now - conn->accepted_at > secs(options.hello_timeout_s)) {
+        events.Add("closed " + conn->peer + ": no HELLO" +
+              std::string(options.secret.empty() ? "" : " and AUTH") + " within " +
+              FormatSeconds(options.hello_timeout_s) + " s");
         return false;
       }
-    } else if (options_.idle_timeout_s > 0 &&
-               now - conn->last_frame > secs(options_.idle_timeout_s) &&
+    } else if (options.idle_timeout_s > 0 &&
+               now - conn->last_frame > secs(options.idle_timeout_s) &&
                (conn->channel == kChannelHeartbeat ||
-                !heartbeats_.SeenSince(conn->job, conn->task, now - secs(options_.idle_timeout_s)))) {
+                !heartbeats.SeenSince(conn->job, conn->task, now - secs(options.idle_timeout_s)))) {
       // Idle past the limit, and (a request connection) its task's heartbeat is silent too:
       // the task left or its host vanished.
-      events_.Add("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
-            " from " + conn->peer + " after " + FormatSeconds(options_.idle_timeout_s) + " s");
+      events.Add("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
+            " from " + conn->peer + " after " + FormatSeconds(options.idle_timeout_s) + " s");
       return false;
     }
     double wait_s = 1.0;
-    if (options_.hello_timeout_s > 0) wait_s = std::min(wait_s, options_.hello_timeout_s / 4);
-    if (options_.idle_timeout_s > 0) wait_s = std::min(wait_s, options_.idle_timeout_s / 4);
+    if (options.hello_timeout_s > 0) wait_s = std::min(wait_s, options.hello_timeout_s / 4);
+    if (options.idle_timeout_s > 0) wait_s = std::min(wait_s, options.idle_timeout_s / 4);
     struct pollfd pfd = {conn->fd, POLLIN, 0};
     const int rc = poll(&pfd, 1, std::max(1, static_cast<int>(wait_s * 1000)));
     if (rc > 0) return true;
@@ -391,14 +400,14 @@ bool Server::AwaitFrame(Connection* conn) {
   }
 }
 
-void Server::Serve(Connection* conn) {
-  while (!stopping_.load()) {
+void ServerImpl::Serve(Connection* conn) {
+  while (!stopping.load()) {
     uint8_t hb[kHeaderSize];
     bool eof = false;
     if (!AwaitFrame(conn)) break;
-    Status rs = ReadFullWithin(conn->fd, hb, kHeaderSize, conn->peer, options_.stall_timeout_s);
+    Status rs = ReadFullWithin(conn->fd, hb, kHeaderSize, conn->peer, options.stall_timeout_s);
     if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) events_.Add("dropped " + rs.message());
+      if (rs.code() == Code::kDeadlineExceeded) events.Add("dropped " + rs.message());
       break;
     }
     Header h = DecodeHeader(hb);
@@ -410,7 +419,7 @@ void Server::Serve(Connection* conn) {
          !(h.flags & (kFlagSparse | kFlagStepTagged))) ||
         (h.op == static_cast<uint8_t>(Op::kAssign) && h.slot != kOptimizerStateSlot) ||
         (h.op == static_cast<uint8_t>(Op::kRegister) && (h.flags & kFlagInit));
-    Status st = CheckHeader(h, may_stream ? kMaxStreamPayload : options_.max_payload,
+    Status st = CheckHeader(h, may_stream ? kMaxStreamPayload : options.max_payload,
                             /*request=*/true);
     if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
     if (!st.ok()) {
@@ -424,7 +433,7 @@ void Server::Serve(Connection* conn) {
     }
     if (!conn->authenticated && h.op != static_cast<uint8_t>(Op::kHello) &&
         h.op != static_cast<uint8_t>(Op::kAuth)) {
-      events_.Add("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
+      events.Add("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
       Reply(conn, h, Status(Code::kUnauthenticated,
                             "this ps task requires authentication (the job's shared secret) "
                             "before " + OpName(h.op)));
@@ -443,21 +452,21 @@ void Server::Serve(Connection* conn) {
   conn->finished.store(true);
 }
 
-bool Server::ReadChunks(Connection* conn, uint64_t n, size_t elem,
+bool ServerImpl::ReadChunks(Connection* conn, uint64_t n, size_t elem,
                         const std::function<void(const uint8_t*, uint64_t, size_t)>& use) {
-  const size_t chunk = static_cast<size_t>(options_.chunk_bytes / elem * elem);
+  const size_t chunk = static_cast<size_t>(options.chunk_bytes / elem * elem);
   uint64_t done = 0;
   while (done < n) {
     const size_t len = static_cast<size_t>(std::min<uint64_t>(chunk, n - done));
     // One chunk-sized buffer from the pool at a time: with the budget used up, this waits
     // and stops reading the socket, so the sender blocks instead of the ps growing.
-    uint8_t* buf = budget_.Acquire(chunk, [this] { return stopping_.load(); });
+    uint8_t* buf = budget.Acquire(chunk, [this] { return stopping.load(); });
     if (buf == nullptr) return false;
-    Status st = ReadFullWithin(conn->fd, buf, len, conn->peer, options_.stall_timeout_s);
+    Status st = ReadFullWithin(conn->fd, buf, len, conn->peer, options.stall_timeout_s);
     if (st.ok()) use(buf, done, len);
-    budget_.Release(buf, chunk);
+    budget.Release(buf, chunk);
     if (!st.ok()) {
-      if (st.code() == Code::kDeadlineExceeded) events_.Add("dropped " + st.message());
+      if (st.code() == Code::kDeadlineExceeded) events.Add("dropped " + st.message());
       return false;
     }
     done += len;
@@ -465,7 +474,7 @@ bool Server::ReadChunks(Connection* conn, uint64_t n, size_t elem,
   return true;
 }
 
-bool Server::StreamPush(Connection* conn, const Header& h, Variable* var) {
+bool ServerImpl::StreamPush(Connection* conn, const Header& h, Variable* var) {
   // Checked before a byte is read, as for a whole frame; then every chunk is applied as soon
   // as it is in, while the next one arrives in the socket buffer.
   KernelArgs& args = conn->stream_args;
@@ -474,14 +483,14 @@ bool Server::StreamPush(Connection* conn, const Header& h, Variable* var) {
                                        "' is trained synchronously (replicas_to_aggregate " +
                                        std::to_string(var->spec.replicas_to_aggregate) +
                                        "): push step-tagged gradients (SyncReplicasOptimizer)")
-                  : store_.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
+                  : store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
   if (!st.ok()) {
     if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
     return Reply(conn, h, st);
   }
   const size_t elem = DTypeSize(var->spec.dtype);
   if (!ReadChunks(conn, h.payload_len, elem, [&](const uint8_t* g, uint64_t at, size_t len) {
-        store_.ApplyDenseRange(var, args, g, static_cast<size_t>(at / elem), len / elem);
+        store.ApplyDenseRange(var, args, g, static_cast<size_t>(at / elem), len / elem);
       }))
     return false;
   if (h.flags & kFlagReturnValue)
@@ -489,7 +498,7 @@ bool Server::StreamPush(Connection* conn, const Header& h, Variable* var) {
   return Reply(conn, h, st, 0, 0, var->id);
 }
 
-bool Server::StreamAssign(Connection* conn, const Header& h, Variable* var) {
+bool ServerImpl::StreamAssign(Connection* conn, const Header& h, Variable* var) {
   if (var->SlotData(h.slot) == nullptr) {
     if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
     return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has " +
@@ -499,26 +508,26 @@ bool Server::StreamAssign(Connection* conn, const Header& h, Variable* var) {
   }
   if (!ReadChunks(conn, h.payload_len, DTypeSize(var->spec.dtype),
                   [&](const uint8_t* b, uint64_t at, size_t len) {
-                    (void)store_.AssignRange(var, h.slot, b, static_cast<size_t>(at), len);
+                    (void)store.AssignRange(var, h.slot, b, static_cast<size_t>(at), len);
                   }))
     return false;
   if (h.slot == 0) {
-    store_.MarkInitialized(var);
+    store.MarkInitialized(var);
     if (h.flags & kFlagInit) {  // a restore starts the synchronous state afresh
-      store_.SyncReset(var);
-      sync_.ModelWritten(&conn->sync);
+      store.SyncReset(var);
+      sync.ModelWritten(&conn->sync);
     }
   }
   return Reply(conn, h, Status::Ok(), 0, 0, var->id);
 }
 
-bool Server::StreamRegister(Connection* conn, const Header& h) {
+bool ServerImpl::StreamRegister(Connection* conn, const Header& h) {
   // The spec first (at most kMaxSpecBytes), then the initial value straight into the
   // variable's memory; it is initialized only once every byte is in.
   const size_t head = static_cast<size_t>(std::min<uint64_t>(h.payload_len, kMaxSpecBytes));
   uint8_t* p = conn->Small();
   if (p == nullptr) return false;
-  if (!ReadFullWithin(conn->fd, p, head, conn->peer, options_.stall_timeout_s).ok()) return false;
+  if (!ReadFullWithin(conn->fd, p, head, conn->peer, options.stall_timeout_s).ok()) return false;
   VarSpec spec;
   Reader r(p, head);
   Status st = spec.Decode(&r);
@@ -534,9 +543,9 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
                          std::to_string(h.payload_len - spec_len) + " bytes; expected " +
                          std::to_string(want));
   Variable* var = nullptr;
-  if (st.ok()) st = store_.Register(spec, nullptr, &var);
+  if (st.ok()) st = store.Register(spec, nullptr, &var);
   if (!st.ok()) {
-    if (h.payload_len - head > options_.max_payload) {
+    if (h.payload_len - head > options.max_payload) {
       Reply(conn, h, st);
       return false;
     }
@@ -545,27 +554,27 @@ bool Server::StreamRegister(Connection* conn, const Header& h) {
   }
   // What the spec prefix already holds of the value, then the rest in chunks.
   const size_t have = r.remaining();
-  (void)store_.AssignRange(var, 0, r.cursor(), 0, have);
+  (void)store.AssignRange(var, 0, r.cursor(), 0, have);
   if (!ReadChunks(conn, want - have, DTypeSize(spec.dtype),
                   [&](const uint8_t* b, uint64_t at, size_t len) {
-                    (void)store_.AssignRange(var, 0, b, static_cast<size_t>(have + at), len);
+                    (void)store.AssignRange(var, 0, b, static_cast<size_t>(have + at), len);
                   }))
     return false;
-  store_.FinishInit(var);
-  sync_.ModelWritten(&conn->sync);
+  store.FinishInit(var);
+  sync.ModelWritten(&conn->sync);
   return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
 }
 
-Status Server::RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
+Status ServerImpl::RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
                               size_t row_bytes) {
   // The reply is count x row bytes (ids may repeat), which a small request could make far
   // larger than memory: checked against max_payload before anything is allocated.
   const uint64_t reply_bytes = uint64_t{h.count} * row_bytes;
-  if (reply_bytes > options_.max_payload)
+  if (reply_bytes > options.max_payload)
     return Status(Code::kResourceExhausted,
                   "PULL of " + std::to_string(h.count) + " rows of '" + var->spec.name +
                       "': reply of " + std::to_string(reply_bytes) +
-                      " bytes exceeds the maximum of " + std::to_string(options_.max_payload) +
+                      " bytes exceeds the maximum of " + std::to_string(options.max_payload) +
                       " bytes");
   try {
     conn->out.resize(static_cast<size_t>(reply_bytes));
@@ -577,15 +586,15 @@ Status Server::RowReplyBuffer(Connection* conn, const Header& h, const Variable*
   return Status::Ok();
 }
 
-bool Server::PullTableRows(Connection* conn, const Header& h, Variable* var,
+bool ServerImpl::PullTableRows(Connection* conn, const Header& h, Variable* var,
                            const int64_t* ids) {
   Status st = RowReplyBuffer(conn, h, var, var->table->row_bytes());
-  if (st.ok()) st = store_.GatherRows(var, ids, h.count, h.slot, conn->out.data());
+  if (st.ok()) st = store.GatherRows(var, ids, h.count, h.slot, conn->out.data());
   if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
   return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
 }
 
-bool Server::Handle(Connection* conn, const Header& h) {
+bool ServerImpl::Handle(Connection* conn, const Header& h) {
   const Op op = static_cast<Op>(h.op);
   const bool sparse = (h.flags & kFlagSparse) != 0;
   Variable* var = nullptr;
@@ -602,7 +611,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
       break;
     case Op::kRegister:
       // With an initial value the spec fixes the exact length (checked as it is read).
-      expect = (h.flags & kFlagInit) ? kMaxStreamPayload : options_.max_payload;
+      expect = (h.flags & kFlagInit) ? kMaxStreamPayload : options.max_payload;
       exact = false;
       break;
     case Op::kAuth:
@@ -613,7 +622,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kClusterInfo:
       break;
     default: {
-      st = store_.Find(h.var_id, &var);
+      st = store.Find(h.var_id, &var);
       if (!st.ok()) break;
       const size_t dsize = DTypeSize(var->spec.dtype);
       const size_t rows = var->spec.shape.empty() ? 0 : static_cast<size_t>(var->spec.shape[0]);
@@ -708,26 +717,26 @@ bool Server::Handle(Connection* conn, const Header& h) {
   }
   // Frames bigger than a chunk that the server can apply piece by piece are streamed; every
   // other frame is read whole first, so it must fit max_payload (and the budget).
-  const bool big = h.payload_len > options_.chunk_bytes;
+  const bool big = h.payload_len > options.chunk_bytes;
   const bool tagged = (h.flags & kFlagStepTagged) != 0;
   const bool streamed =
       st.ok() && big &&
       ((op == Op::kPush && !sparse && !tagged) ||
        (op == Op::kAssign && h.slot != kOptimizerStateSlot) ||
        (op == Op::kRegister && (h.flags & kFlagInit)));
-  if (st.ok() && !streamed && h.payload_len > options_.max_payload) {
+  if (st.ok() && !streamed && h.payload_len > options.max_payload) {
     // Too big to read whole; the stream cannot be kept in step cheaply: answer, then close.
     Reply(conn, h, Status(Code::kResourceExhausted,
                           OpName(h.op) + (var ? " of '" + var->spec.name + "'" : std::string()) +
                               ": payload of " + std::to_string(h.payload_len) +
                               " bytes exceeds the maximum of " +
-                              std::to_string(options_.max_payload) +
+                              std::to_string(options.max_payload) +
                               " bytes for a frame read whole (max_payload, max_inflight_bytes)"));
     return false;
   }
   if (!st.ok()) {
     // Keep the stream in step when the length is plausible; otherwise drop the connection.
-    if (h.payload_len > options_.max_payload) {
+    if (h.payload_len > options.max_payload) {
       Reply(conn, h, st);
       return false;
     }
@@ -751,24 +760,24 @@ bool Server::Handle(Connection* conn, const Header& h) {
     uint8_t* p = nullptr;
     size_t n = 0;
     ~BudgetLease() { budget->Release(p, n); }
-  } lease{&budget_};
+  } lease{&budget};
   if (h.payload_len > 0) {
     if (h.payload_len <= kSmallPayload) {
       p = conn->Small();
     } else {
       lease.n = static_cast<size_t>(h.payload_len);
-      lease.p = budget_.Acquire(lease.n, [this] { return stopping_.load(); });
+      lease.p = budget.Acquire(lease.n, [this] { return stopping.load(); });
       p = lease.p;
       if (p == nullptr) lease.n = 0;
     }
     if (p == nullptr) {
-      if (stopping_.load() || !Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
+      if (stopping.load() || !Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
       return Reply(conn, h, Status(Code::kResourceExhausted,
                                    "cannot allocate " + std::to_string(h.payload_len) + " bytes"));
     }
-    Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, options_.stall_timeout_s);
+    Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, options.stall_timeout_s);
     if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) events_.Add("dropped " + rs.message());
+      if (rs.code() == Code::kDeadlineExceeded) events.Add("dropped " + rs.message());
       return false;
     }
   }
@@ -787,8 +796,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       conn->task = static_cast<int>(h.var_id);
       conn->channel = h.count;
       conn->hello_done = true;
-      const std::string& me = options_.job;
-      if (!options_.secret.empty()) {
+      const std::string& me = options.job;
+      if (!options.secret.empty()) {
         // Challenge: the peer proves it knows the secret (AUTH) before anything else counts.
         conn->authenticated = false;
         if (!RandomNonce(conn->nonce)) {
@@ -797,27 +806,27 @@ bool Server::Handle(Connection* conn, const Header& h) {
         }
         std::string payload(reinterpret_cast<const char*>(conn->nonce), kNonceSize);
         payload += me;
-        return Reply(conn, h, Status::Ok(), incarnation_, kFlagAuthRequired,
-                     static_cast<uint32_t>(options_.task), payload.data(), payload.size(),
+        return Reply(conn, h, Status::Ok(), incarnation, kFlagAuthRequired,
+                     static_cast<uint32_t>(options.task), payload.data(), payload.size(),
                      static_cast<uint32_t>(kNonceSize));
       }
       conn->authenticated = true;
       Admit(conn);
-      return Reply(conn, h, Status::Ok(), incarnation_, 0, static_cast<uint32_t>(options_.task),
+      return Reply(conn, h, Status::Ok(), incarnation, 0, static_cast<uint32_t>(options.task),
                    me.data(), me.size());
     }
     case Op::kAuth: {
-      if (options_.secret.empty())
+      if (options.secret.empty())
         return Reply(conn, h, FailedPrecondition("this ps task has no secret: AUTH is not used"));
       if (conn->authenticated)
         return Reply(conn, h, FailedPrecondition("AUTH answers the challenge of a HELLO; send "
                                                  "HELLO first"));
-      const Digest want = WorkerProof(options_.secret, conn->nonce, p, conn->job,
+      const Digest want = WorkerProof(options.secret, conn->nonce, p, conn->job,
                                       static_cast<uint32_t>(conn->task));
       Digest got;
       std::memcpy(got.data(), p + kNonceSize, got.size());
       if (!DigestEqual(want, got)) {
-        events_.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
+        events.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
               conn->job + "/task:" + std::to_string(conn->task) + ")");
         Reply(conn, h, Status(Code::kUnauthenticated,
                               "authentication failed: the proof does not match this job's "
@@ -826,8 +835,8 @@ bool Server::Handle(Connection* conn, const Header& h) {
       }
       conn->authenticated = true;
       Admit(conn);
-      const Digest proof = ServerProof(options_.secret, conn->nonce, p);
-      return Reply(conn, h, Status::Ok(), 0, 0, static_cast<uint32_t>(options_.task),
+      const Digest proof = ServerProof(options.secret, conn->nonce, p);
+      return Reply(conn, h, Status::Ok(), 0, 0, static_cast<uint32_t>(options.task),
                    proof.data(), proof.size());
     }
     case Op::kRegister: {
@@ -854,10 +863,10 @@ bool Server::Handle(Connection* conn, const Header& h) {
         st = InvalidArgument("register '" + spec.name + "': " + std::to_string(r.remaining()) +
                              " unexpected bytes after the spec");
       }
-      if (st.ok()) st = store_.Register(spec, init, &var);
+      if (st.ok()) st = store.Register(spec, init, &var);
       if (!st.ok()) return Reply(conn, h, st);
-      if (run_init) store_.RunInitializer(var, spec.init);
-      if (init != nullptr || run_init) sync_.ModelWritten(&conn->sync);
+      if (run_init) store.RunInitializer(var, spec.init);
+      if (init != nullptr || run_init) sync.ModelWritten(&conn->sync);
       uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
       return Reply(conn, h, st, 0, f, var->id);
     }
@@ -867,7 +876,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                                  var->spec.name));
       SyncResult sr;
       if (h.flags & kFlagWaitStep) {
-        st = sync_.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
+        st = sync.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
         if (!st.ok()) return Reply(conn, h, st);
         if (!sr.ready)
           return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
@@ -926,18 +935,18 @@ bool Server::Handle(Connection* conn, const Header& h) {
         SyncResult sr;
         // The gradient is checked in full first: after training ended a stale one is still
         // answered (dropped), but never one that would have been refused.
-        st = store_.SyncCheckPush(var, sparse, reinterpret_cast<const int64_t*>(p),
+        st = store.SyncCheckPush(var, sparse, reinterpret_cast<const int64_t*>(p),
                                   sparse ? h.count : 0);
         if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-        if (sync_.Preamble(&conn->sync, var, h.step, &sr, &st))
+        if (sync.Preamble(&conn->sync, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         if (sparse) {
           // An empty row-sparse gradient (count 0, no payload) is legal, as in TF: it counts
           // as this replica's gradient and touches no row.
-          st = store_.SyncPush(var, h.step, true, nullptr, reinterpret_cast<const int64_t*>(p),
+          st = store.SyncPush(var, h.step, true, nullptr, reinterpret_cast<const int64_t*>(p),
                                h.count, p + size_t{h.count} * 8, h.arg0, has_lr, &sr);
         } else {
-          st = store_.SyncPush(var, h.step, false, p, nullptr, 0, nullptr, h.arg0, has_lr, &sr);
+          st = store.SyncPush(var, h.step, false, p, nullptr, 0, nullptr, h.arg0, has_lr, &sr);
         }
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
@@ -950,30 +959,30 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                   "): push step-tagged gradients (SyncReplicasOptimizer)"));
       if (sparse) {
         const auto* idx = reinterpret_cast<const int64_t*>(p);
-        st = store_.ApplySparse(var, idx, h.count, p + size_t{h.count} * 8, h.arg0, has_lr);
+        st = store.ApplySparse(var, idx, h.count, p + size_t{h.count} * 8, h.arg0, has_lr);
       } else {
-        st = store_.ApplyDense(var, p, h.arg0, has_lr);
+        st = store.ApplyDense(var, p, h.arg0, has_lr);
       }
       if (st.ok() && (h.flags & kFlagReturnValue))
         return Reply(conn, h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
       return Reply(conn, h, st, 0, 0, var->id);
     }
     case Op::kAssign:
-      st = store_.Assign(var, h.slot, p, h.payload_len);
+      st = store.Assign(var, h.slot, p, h.payload_len);
       // A restore (kFlagInit) starts the variable's synchronous state afresh.
       if (st.ok() && h.slot == 0 && (h.flags & kFlagInit)) {
-        store_.SyncReset(var);
-        sync_.ModelWritten(&conn->sync);
+        store.SyncReset(var);
+        sync.ModelWritten(&conn->sync);
       }
       return Reply(conn, h, st, 0, 0, var->id);
     case Op::kAssignAdd:
-      return Reply(conn, h, store_.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
+      return Reply(conn, h, store.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
     case Op::kStepRead: {
       int64_t v = 0;
-      st = store_.StepRead(var, &v);
+      st = store.StepRead(var, &v);
       if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
       SyncResult sr;
-      st = sync_.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
+      st = sync.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
       return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
                    sr.count);
     }
@@ -981,11 +990,11 @@ bool Server::Handle(Connection* conn, const Header& h) {
       int64_t v = 0;
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
-        st = store_.SyncCheckStep(var);
+        st = store.SyncCheckStep(var);
         if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-        if (sync_.Preamble(&conn->sync, var, h.step, &sr, &st))
+        if (sync.Preamble(&conn->sync, var, h.step, &sr, &st))
           return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
-        st = store_.SyncStepIncrement(var, h.step, &sr);
+        st = store.SyncStepIncrement(var, h.step, &sr);
         return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
       }
@@ -995,7 +1004,7 @@ bool Server::Handle(Connection* conn, const Header& h) {
                                   "' is advanced by synchronous training (replicas_to_aggregate " +
                                   std::to_string(var->spec.replicas_to_aggregate) +
                                   "): send step-tagged increments (SyncReplicasOptimizer)"));
-      st = store_.StepIncrement(var, h.step, &v);
+      st = store.StepIncrement(var, h.step, &v);
       return Reply(conn, h, st, v, 0, var->id);
     }
     case Op::kIsInitialized:
@@ -1003,22 +1012,22 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kTableExport: {
       const size_t record = var->table->record_bytes();
       const size_t page = static_cast<size_t>(
-          std::max<uint64_t>(1, std::min<uint64_t>(h.count, options_.max_payload / record)));
+          std::max<uint64_t>(1, std::min<uint64_t>(h.count, options.max_payload / record)));
       size_t n = 0;
       int64_t next = -1;
-      st = store_.TableExport(var, h.step < 0 ? 0 : static_cast<uint64_t>(h.step), page,
+      st = store.TableExport(var, h.step < 0 ? 0 : static_cast<uint64_t>(h.step), page,
                               &conn->out, &n, &next);
       if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
       return Reply(conn, h, st, next, 0, var->id, conn->out.data(), conn->out.size(),
                    static_cast<uint32_t>(n));
     }
     case Op::kTableImport:
-      st = store_.TableImport(var, p, h.count, (h.flags & kFlagInit) != 0);
-      if (st.ok()) sync_.ModelWritten(&conn->sync);
+      st = store.TableImport(var, p, h.count, (h.flags & kFlagInit) != 0);
+      if (st.ok()) sync.ModelWritten(&conn->sync);
       return Reply(conn, h, st, 0, 0, var->id);
     case Op::kTableEvict: {
       size_t evicted = 0;
-      st = store_.TableEvict(var, static_cast<uint64_t>(h.arg0), static_cast<uint64_t>(h.arg1),
+      st = store.TableEvict(var, static_cast<uint64_t>(h.arg0), static_cast<uint64_t>(h.arg1),
                              &evicted);
       return Reply(conn, h, st, st.ok() ? static_cast<int64_t>(var->table->rows()) : 0, 0,
                    var->id, nullptr, 0, static_cast<uint32_t>(evicted));
@@ -1026,15 +1035,15 @@ bool Server::Handle(Connection* conn, const Header& h) {
     case Op::kClusterInfo: {
       std::string def;
       {
-        std::lock_guard<std::mutex> l(cluster_mu_);
-        def = options_.cluster_def;
+        std::lock_guard<std::mutex> l(cluster_mu);
+        def = options.cluster_def;
       }
       return Reply(conn, h, st, 0, 0, 0, def.data(), def.size());
     }
     case Op::kList: {
       Writer w;
       try {
-        for (Variable* v : store_.All()) {
+        for (Variable* v : store.All()) {
           w.Put<uint32_t>(v->id);
           w.Put<uint8_t>(static_cast<uint8_t>(v->spec.dtype));
           w.Put<uint8_t>(v->initialized.load() ? 1 : 0);
@@ -1051,17 +1060,17 @@ bool Server::Handle(Connection* conn, const Header& h) {
         }
       } catch (const std::bad_alloc&) {
         return Reply(conn, h, Status(Code::kResourceExhausted,
-                                     "out of memory listing " + std::to_string(store_.size()) +
+                                     "out of memory listing " + std::to_string(store.size()) +
                                          " variables"));
       }
       auto& b = w.buffer();
       return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());
     }
     case Op::kPing:
-      if (conn->channel == kChannelHeartbeat) heartbeats_.Note(conn->job, conn->task);
+      if (conn->channel == kChannelHeartbeat) heartbeats.Note(conn->job, conn->task);
       return Reply(conn, h, st);
     case Op::kWorkerDone: {
-      sync_.WorkerDone(std::string(reinterpret_cast<const char*>(p), h.payload_len), h.var_id);
+      sync.WorkerDone(std::string(reinterpret_cast<const char*>(p), h.payload_len), h.var_id);
       return Reply(conn, h, st);
     }
   }

@@ -1,0 +1,93 @@
+// ServerImpl: the state behind a Server (server.h), private to csrc/. One per ps task; every
+// part that serves it (the accept loop, each connection's thread, the op handlers) reaches it
+// through a pointer that outlives them (Server::Stop joins every thread before it goes).
+//
+// Locks: options is fixed once Create returns, except options.cluster_def (cluster_mu);
+// store, budget, events, heartbeats and sync lock themselves (their headers); mu guards conns
+// and the stopped condition; stop_mu serializes Stop. No lock is held while taking another
+// of these, except sync's, which is held while asking the store (sync_lifecycle.h).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "budget.h"
+#include "events.h"
+#include "heartbeats.h"
+#include "server.h"
+#include "status.h"
+#include "store.h"
+#include "sync_lifecycle.h"
+#include "wire.h"
+
+namespace psrt {
+
+struct Connection;
+
+struct ServerImpl {
+  explicit ServerImpl(const ServerOptions& options);
+
+  void AcceptLoop();
+  // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
+  // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
+  // takes the reserve again.
+  void ShedPending(int err);
+  // Answers the HELLO a fresh peer is about to send with `code` and `msg`, and closes fd.
+  static void Refuse(int fd, Code code, const std::string& msg);
+  // Waits until a frame starts arriving on conn; false when the connection must close (the
+  // server stops, HELLO/AUTH took too long, or it idled past idle_timeout_s).
+  bool AwaitFrame(Connection* conn);
+  // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
+  void Admit(Connection* conn);
+  void Serve(Connection* conn);
+  // Handles one validated frame; returns false when the connection must close.
+  bool Handle(Connection* conn, const Header& h);
+  // Sizes conn->out for the reply of a row PULL of h.count rows; ResourceExhausted past
+  // max_payload or memory.
+  Status RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
+                        size_t row_bytes);
+  // A row-sparse PULL of a hash table (rows created on first use); ids: h.count int64s.
+  bool PullTableRows(Connection* conn, const Header& h, Variable* var, const int64_t* ids);
+  // Streamed frames (larger than one chunk); each returns false when the connection must
+  // close (the peer vanished or stalled mid-frame: the chunks applied so far stay applied).
+  bool StreamPush(Connection* conn, const Header& h, Variable* var);
+  bool StreamAssign(Connection* conn, const Header& h, Variable* var);
+  bool StreamRegister(Connection* conn, const Header& h);
+  // Reads `n` payload bytes through the budget in chunks of at most chunk_bytes (whole
+  // elements of `elem` bytes) and calls use(chunk, byte offset, length) for each.
+  bool ReadChunks(Connection* conn, uint64_t n, size_t elem,
+                  const std::function<void(const uint8_t*, uint64_t, size_t)>& use);
+  bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
+             uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
+             size_t len = 0, uint32_t count = 0);
+
+  ServerOptions options;
+  int listen_fd = -1;
+  int listen_port = 0;
+  int wake_pipe[2] = {-1, -1};   // written by Stop() to wake the acceptor's poll
+  int reserve_fd = -1;           // /dev/null, given up to shed a peer when fds run out
+  int64_t incarnation = 0;
+  VariableStore store;
+  Budget budget;
+  std::thread acceptor;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopped{false};
+  SyncLifecycle sync;
+
+  mutable std::mutex mu;           // guards conns, stopped condition
+  std::mutex cluster_mu;           // guards options.cluster_def
+  std::condition_variable stopped_cv;
+  std::vector<std::unique_ptr<Connection>> conns;
+  EventLog events{Server::kMaxEvents};
+  Heartbeats heartbeats;
+  std::mutex stop_mu;              // serializes Stop()
+};
+
+}  // namespace psrt
