@@ -20,40 +20,10 @@
 
 namespace psrt {
 
-struct Connection {
-  int fd = -1;
-  std::string peer;
-  std::thread thread;
-  std::atomic<bool> finished{false};
-  bool hello_done = false;
-  bool authenticated = false;       // true once AUTH succeeded, or at HELLO when no secret
-  uint32_t channel = kChannelRequests;
-  uint8_t nonce[kNonceSize] = {};   // this connection's challenge (a secret is set)
-  std::chrono::steady_clock::time_point accepted_at = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_frame = accepted_at;
-  std::string job;
-  int task = -1;
-  SyncSession sync;                 // its place in synchronous training
-  std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
-  std::vector<uint8_t> out;         // reply payload that is not a variable's memory
-  KernelArgs stream_args;           // a streamed PUSH's optimizer arguments (beta powers)
-
-  // The small-payload buffer, allocated at first use; null when out of memory.
-  uint8_t* Small();
-};
-
 namespace {
-// Frames up to this size are read into the connection's own buffer, outside the budget: the
-// requests of a training step (pulls, small pushes, step reads) never wait for big pushes.
-constexpr size_t kSmallPayload = size_t{64} << 10;
 // The longest REGISTER spec: name, rank and dims, the fixed fields (docs/protocol.md).
 constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
 }  // namespace
-
-uint8_t* Connection::Small() {
-  if (!small) small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
-  return small.get();
-}
 
 namespace {
 
@@ -247,8 +217,7 @@ void ServerImpl::AcceptLoop() {
     }
     backoff_ms = 0;
     SetNoDelay(fd);
-    auto conn = std::make_unique<Connection>();
-    conn->fd = fd;
+    auto conn = std::make_unique<Connection>(this, fd);
     char host[128] = "?";
     int port = 0;
     if (ss.ss_family == AF_INET) {
@@ -282,11 +251,11 @@ void ServerImpl::AcceptLoop() {
       }
     }
     try {
-      conn->thread = std::thread([this, raw] {
+      conn->thread = std::thread([raw] {
         // Backstop: no exception (e.g. std::bad_alloc from a message string) may leave a
         // connection thread, or std::terminate would end the whole ps process.
         try {
-          Serve(raw);
+          raw->Serve();
         } catch (...) {
           shutdown(raw->fd, SHUT_RDWR);
           raw->finished.store(true);
@@ -300,19 +269,6 @@ void ServerImpl::AcceptLoop() {
   }
 }
 
-namespace {
-
-// Reads and drops n payload bytes so the stream stays in step after a refused frame.
-Status Discard(int fd, uint64_t n, const std::string& peer) {
-  uint8_t scratch[65536];
-  while (n > 0) {
-    size_t k = n < sizeof scratch ? static_cast<size_t>(n) : sizeof scratch;
-    PSRT_RETURN_IF_ERROR(ReadFull(fd, scratch, k, peer));
-    n -= k;
-  }
-  return Status::Ok();
-}
-
 std::string OpName(uint8_t op) {
   static const char* names[] = {"?",    "HELLO",      "REGISTER",       "PULL",
                                 "PUSH", "ASSIGN",     "ASSIGN_ADD",     "STEP_READ",
@@ -323,14 +279,6 @@ std::string OpName(uint8_t op) {
   return op <= kMaxOp ? names[op] : "op " + std::to_string(op);
 }
 
-std::string FormatSeconds(double s) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-}  // namespace
-
 void ServerImpl::Admit(Connection* conn) {
   if (conn->channel != kChannelRequests) return;
   // A request connection starts a session of this task (synchronous training's bookkeeping).
@@ -338,141 +286,6 @@ void ServerImpl::Admit(Connection* conn) {
 }
 
 std::vector<std::string> Server::TakeEvents() { return impl_->events.Take(); }
-
-bool ServerImpl::Reply(Connection* conn, const Header& req, const Status& st, int64_t step,
-                   uint8_t flags, uint32_t var_id, const void* payload, size_t len,
-                   uint32_t count) {
-  Header h;
-  h.op = req.op;
-  h.flags = static_cast<uint8_t>(kFlagReply | flags);
-  h.request_id = req.request_id;
-  h.var_id = var_id;
-  h.dtype = req.dtype;
-  h.slot = req.slot;
-  h.status = static_cast<uint8_t>(st.code());
-  h.step = step;
-  h.count = count;
-  const std::string& msg = st.message();
-  if (!st.ok()) {
-    payload = msg.data();
-    len = msg.size();
-  }
-  h.payload_len = len;
-  uint8_t hb[kHeaderSize];
-  EncodeHeader(h, hb);
-  struct iovec iov[2] = {{hb, kHeaderSize}, {const_cast<void*>(payload), len}};
-  return WriteFull(conn->fd, iov, len ? 2 : 1, conn->peer).ok();
-}
-
-bool ServerImpl::AwaitFrame(Connection* conn) {
-  using Clock = std::chrono::steady_clock;
-  const auto secs = [](double s) {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-  };
-  for (;;) {
-    if (stopping.load()) return false;
-    const auto now = Clock::now();
-    if (!conn->authenticated) {
-      // A peer that connects and never completes HELLO (and AUTH) holds a thread: bounded.
-      if (options.hello_timeout_s > 0 && now - conn->accepted_at > secs(options.hello_timeout_s)) {
-        events.Add("closed " + conn->peer + ": no HELLO" +
-              std::string(options.secret.empty() ? "" : " and AUTH") + " within " +
-              FormatSeconds(options.hello_timeout_s) + " s");
-        return false;
-      }
-    } else if (options.idle_timeout_s > 0 &&
-               now - conn->last_frame > secs(options.idle_timeout_s) &&
-               (conn->channel == kChannelHeartbeat ||
-                !heartbeats.SeenSince(conn->job, conn->task, now - secs(options.idle_timeout_s)))) {
-      // Idle past the limit, and (a request connection) its task's heartbeat is silent too:
-      // the task left or its host vanished.
-      events.Add("closed idle connection of /job:" + conn->job + "/task:" + std::to_string(conn->task) +
-            " from " + conn->peer + " after " + FormatSeconds(options.idle_timeout_s) + " s");
-      return false;
-    }
-    double wait_s = 1.0;
-    if (options.hello_timeout_s > 0) wait_s = std::min(wait_s, options.hello_timeout_s / 4);
-    if (options.idle_timeout_s > 0) wait_s = std::min(wait_s, options.idle_timeout_s / 4);
-    struct pollfd pfd = {conn->fd, POLLIN, 0};
-    const int rc = poll(&pfd, 1, std::max(1, static_cast<int>(wait_s * 1000)));
-    if (rc > 0) return true;
-    if (rc < 0 && errno != EINTR) return false;
-  }
-}
-
-void ServerImpl::Serve(Connection* conn) {
-  while (!stopping.load()) {
-    uint8_t hb[kHeaderSize];
-    bool eof = false;
-    if (!AwaitFrame(conn)) break;
-    Status rs = ReadFullWithin(conn->fd, hb, kHeaderSize, conn->peer, options.stall_timeout_s);
-    if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) events.Add("dropped " + rs.message());
-      break;
-    }
-    Header h = DecodeHeader(hb);
-    // A frame the server may stream (a dense PUSH, an ASSIGN, a REGISTER with its initial
-    // value) is bounded here only by the largest variable; Handle then checks it against its
-    // variable exactly. Every other frame is read whole and must fit max_payload.
-    const bool may_stream =
-        (h.op == static_cast<uint8_t>(Op::kPush) &&
-         !(h.flags & (kFlagSparse | kFlagStepTagged))) ||
-        (h.op == static_cast<uint8_t>(Op::kAssign) && h.slot != kOptimizerStateSlot) ||
-        (h.op == static_cast<uint8_t>(Op::kRegister) && (h.flags & kFlagInit));
-    Status st = CheckHeader(h, may_stream ? kMaxStreamPayload : options.max_payload,
-                            /*request=*/true);
-    if (st.ok() && (h.flags & kFlagReply)) st = InvalidArgument("request frame has the reply flag");
-    if (!st.ok()) {
-      // The stream cannot be trusted past a bad fixed header: answer once, then close.
-      Reply(conn, h, st);
-      break;
-    }
-    if (!conn->hello_done && h.op != static_cast<uint8_t>(Op::kHello)) {
-      Reply(conn, h, FailedPrecondition("first frame must be HELLO, got " + OpName(h.op)));
-      break;
-    }
-    if (!conn->authenticated && h.op != static_cast<uint8_t>(Op::kHello) &&
-        h.op != static_cast<uint8_t>(Op::kAuth)) {
-      events.Add("refused " + OpName(h.op) + " from unauthenticated peer " + conn->peer);
-      Reply(conn, h, Status(Code::kUnauthenticated,
-                            "this ps task requires authentication (the job's shared secret) "
-                            "before " + OpName(h.op)));
-      break;
-    }
-    if (conn->channel == kChannelHeartbeat && h.op != static_cast<uint8_t>(Op::kPing) &&
-        h.op != static_cast<uint8_t>(Op::kHello) && h.op != static_cast<uint8_t>(Op::kAuth)) {
-      Reply(conn, h, FailedPrecondition("a heartbeat connection serves PING only; got " +
-                                        OpName(h.op)));
-      break;
-    }
-    if (!Handle(conn, h)) break;
-    conn->last_frame = std::chrono::steady_clock::now();
-  }
-  shutdown(conn->fd, SHUT_RDWR);
-  conn->finished.store(true);
-}
-
-bool ServerImpl::ReadChunks(Connection* conn, uint64_t n, size_t elem,
-                        const std::function<void(const uint8_t*, uint64_t, size_t)>& use) {
-  const size_t chunk = static_cast<size_t>(options.chunk_bytes / elem * elem);
-  uint64_t done = 0;
-  while (done < n) {
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(chunk, n - done));
-    // One chunk-sized buffer from the pool at a time: with the budget used up, this waits
-    // and stops reading the socket, so the sender blocks instead of the ps growing.
-    uint8_t* buf = budget.Acquire(chunk, [this] { return stopping.load(); });
-    if (buf == nullptr) return false;
-    Status st = ReadFullWithin(conn->fd, buf, len, conn->peer, options.stall_timeout_s);
-    if (st.ok()) use(buf, done, len);
-    budget.Release(buf, chunk);
-    if (!st.ok()) {
-      if (st.code() == Code::kDeadlineExceeded) events.Add("dropped " + st.message());
-      return false;
-    }
-    done += len;
-  }
-  return true;
-}
 
 bool ServerImpl::StreamPush(Connection* conn, const Header& h, Variable* var) {
   // Checked before a byte is read, as for a whole frame; then every chunk is applied as soon
@@ -485,28 +298,28 @@ bool ServerImpl::StreamPush(Connection* conn, const Header& h, Variable* var) {
                                        "): push step-tagged gradients (SyncReplicasOptimizer)")
                   : store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
   if (!st.ok()) {
-    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
-    return Reply(conn, h, st);
+    if (!conn->Discard(h.payload_len).ok()) return false;
+    return conn->Reply(h, st);
   }
   const size_t elem = DTypeSize(var->spec.dtype);
-  if (!ReadChunks(conn, h.payload_len, elem, [&](const uint8_t* g, uint64_t at, size_t len) {
+  if (!conn->ReadChunks(h.payload_len, elem, [&](const uint8_t* g, uint64_t at, size_t len) {
         store.ApplyDenseRange(var, args, g, static_cast<size_t>(at / elem), len / elem);
       }))
     return false;
   if (h.flags & kFlagReturnValue)
-    return Reply(conn, h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
-  return Reply(conn, h, st, 0, 0, var->id);
+    return conn->Reply(h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+  return conn->Reply(h, st, 0, 0, var->id);
 }
 
 bool ServerImpl::StreamAssign(Connection* conn, const Header& h, Variable* var) {
   if (var->SlotData(h.slot) == nullptr) {
-    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
-    return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has " +
+    if (!conn->Discard(h.payload_len).ok()) return false;
+    return conn->Reply(h, InvalidArgument("variable '" + var->spec.name + "' has " +
                                           std::to_string(var->slots.size()) +
                                           " optimizer slots; slot index " +
                                           std::to_string(h.slot - 1) + " does not exist"));
   }
-  if (!ReadChunks(conn, h.payload_len, DTypeSize(var->spec.dtype),
+  if (!conn->ReadChunks(h.payload_len, DTypeSize(var->spec.dtype),
                   [&](const uint8_t* b, uint64_t at, size_t len) {
                     (void)store.AssignRange(var, h.slot, b, static_cast<size_t>(at), len);
                   }))
@@ -518,7 +331,7 @@ bool ServerImpl::StreamAssign(Connection* conn, const Header& h, Variable* var) 
       sync.ModelWritten(&conn->sync);
     }
   }
-  return Reply(conn, h, Status::Ok(), 0, 0, var->id);
+  return conn->Reply(h, Status::Ok(), 0, 0, var->id);
 }
 
 bool ServerImpl::StreamRegister(Connection* conn, const Header& h) {
@@ -546,23 +359,23 @@ bool ServerImpl::StreamRegister(Connection* conn, const Header& h) {
   if (st.ok()) st = store.Register(spec, nullptr, &var);
   if (!st.ok()) {
     if (h.payload_len - head > options.max_payload) {
-      Reply(conn, h, st);
+      conn->Reply(h, st);
       return false;
     }
-    if (!Discard(conn->fd, h.payload_len - head, conn->peer).ok()) return false;
-    return Reply(conn, h, st);
+    if (!conn->Discard(h.payload_len - head).ok()) return false;
+    return conn->Reply(h, st);
   }
   // What the spec prefix already holds of the value, then the rest in chunks.
   const size_t have = r.remaining();
   (void)store.AssignRange(var, 0, r.cursor(), 0, have);
-  if (!ReadChunks(conn, want - have, DTypeSize(spec.dtype),
+  if (!conn->ReadChunks(want - have, DTypeSize(spec.dtype),
                   [&](const uint8_t* b, uint64_t at, size_t len) {
                     (void)store.AssignRange(var, 0, b, static_cast<size_t>(have + at), len);
                   }))
     return false;
   store.FinishInit(var);
   sync.ModelWritten(&conn->sync);
-  return Reply(conn, h, Status::Ok(), 0, kFlagInitialized, var->id);
+  return conn->Reply(h, Status::Ok(), 0, kFlagInitialized, var->id);
 }
 
 Status ServerImpl::RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
@@ -590,8 +403,8 @@ bool ServerImpl::PullTableRows(Connection* conn, const Header& h, Variable* var,
                            const int64_t* ids) {
   Status st = RowReplyBuffer(conn, h, var, var->table->row_bytes());
   if (st.ok()) st = store.GatherRows(var, ids, h.count, h.slot, conn->out.data());
-  if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-  return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
+  if (!st.ok()) return conn->Reply(h, st, 0, 0, var->id);
+  return conn->Reply(h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
 }
 
 bool ServerImpl::Handle(Connection* conn, const Header& h) {
@@ -726,7 +539,7 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
        (op == Op::kRegister && (h.flags & kFlagInit)));
   if (st.ok() && !streamed && h.payload_len > options.max_payload) {
     // Too big to read whole; the stream cannot be kept in step cheaply: answer, then close.
-    Reply(conn, h, Status(Code::kResourceExhausted,
+    conn->Reply(h, Status(Code::kResourceExhausted,
                           OpName(h.op) + (var ? " of '" + var->spec.name + "'" : std::string()) +
                               ": payload of " + std::to_string(h.payload_len) +
                               " bytes exceeds the maximum of " +
@@ -737,11 +550,11 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
   if (!st.ok()) {
     // Keep the stream in step when the length is plausible; otherwise drop the connection.
     if (h.payload_len > options.max_payload) {
-      Reply(conn, h, st);
+      conn->Reply(h, st);
       return false;
     }
-    if (!Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
-    return Reply(conn, h, st);
+    if (!conn->Discard(h.payload_len).ok()) return false;
+    return conn->Reply(h, st);
   }
   if (streamed) {
     if (op == Op::kPush) return StreamPush(conn, h, var);
@@ -771,8 +584,8 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
       if (p == nullptr) lease.n = 0;
     }
     if (p == nullptr) {
-      if (stopping.load() || !Discard(conn->fd, h.payload_len, conn->peer).ok()) return false;
-      return Reply(conn, h, Status(Code::kResourceExhausted,
+      if (stopping.load() || !conn->Discard(h.payload_len).ok()) return false;
+      return conn->Reply(h, Status(Code::kResourceExhausted,
                                    "cannot allocate " + std::to_string(h.payload_len) + " bytes"));
     }
     Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, options.stall_timeout_s);
@@ -783,14 +596,14 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
   }
 
   if ((op == Op::kHello || op == Op::kWorkerDone) && !IsUtf8(p, h.payload_len))
-    return Reply(conn, h, InvalidArgument(OpName(h.op) + ": job name is not valid UTF-8"));
+    return conn->Reply(h, InvalidArgument(OpName(h.op) + ": job name is not valid UTF-8"));
 
   // 3. Apply.
   const bool initialized = var && var->initialized.load(std::memory_order_acquire);
   switch (op) {
     case Op::kHello: {
       if (h.count > kChannelHeartbeat)
-        return Reply(conn, h, InvalidArgument("HELLO: unknown channel " + std::to_string(h.count) +
+        return conn->Reply(h, InvalidArgument("HELLO: unknown channel " + std::to_string(h.count) +
                                               "; valid: 0 (requests), 1 (heartbeat)"));
       conn->job.assign(reinterpret_cast<const char*>(p), h.payload_len);
       conn->task = static_cast<int>(h.var_id);
@@ -801,25 +614,25 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         // Challenge: the peer proves it knows the secret (AUTH) before anything else counts.
         conn->authenticated = false;
         if (!RandomNonce(conn->nonce)) {
-          Reply(conn, h, Internal("no random source for an authentication challenge"));
+          conn->Reply(h, Internal("no random source for an authentication challenge"));
           return false;
         }
         std::string payload(reinterpret_cast<const char*>(conn->nonce), kNonceSize);
         payload += me;
-        return Reply(conn, h, Status::Ok(), incarnation, kFlagAuthRequired,
+        return conn->Reply(h, Status::Ok(), incarnation, kFlagAuthRequired,
                      static_cast<uint32_t>(options.task), payload.data(), payload.size(),
                      static_cast<uint32_t>(kNonceSize));
       }
       conn->authenticated = true;
       Admit(conn);
-      return Reply(conn, h, Status::Ok(), incarnation, 0, static_cast<uint32_t>(options.task),
+      return conn->Reply(h, Status::Ok(), incarnation, 0, static_cast<uint32_t>(options.task),
                    me.data(), me.size());
     }
     case Op::kAuth: {
       if (options.secret.empty())
-        return Reply(conn, h, FailedPrecondition("this ps task has no secret: AUTH is not used"));
+        return conn->Reply(h, FailedPrecondition("this ps task has no secret: AUTH is not used"));
       if (conn->authenticated)
-        return Reply(conn, h, FailedPrecondition("AUTH answers the challenge of a HELLO; send "
+        return conn->Reply(h, FailedPrecondition("AUTH answers the challenge of a HELLO; send "
                                                  "HELLO first"));
       const Digest want = WorkerProof(options.secret, conn->nonce, p, conn->job,
                                       static_cast<uint32_t>(conn->task));
@@ -828,7 +641,7 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
       if (!DigestEqual(want, got)) {
         events.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
               conn->job + "/task:" + std::to_string(conn->task) + ")");
-        Reply(conn, h, Status(Code::kUnauthenticated,
+        conn->Reply(h, Status(Code::kUnauthenticated,
                               "authentication failed: the proof does not match this job's "
                               "secret (PSRT_AUTH_SECRET)"));
         return false;
@@ -836,7 +649,7 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
       conn->authenticated = true;
       Admit(conn);
       const Digest proof = ServerProof(options.secret, conn->nonce, p);
-      return Reply(conn, h, Status::Ok(), 0, 0, static_cast<uint32_t>(options.task),
+      return conn->Reply(h, Status::Ok(), 0, 0, static_cast<uint32_t>(options.task),
                    proof.data(), proof.size());
     }
     case Op::kRegister: {
@@ -864,29 +677,29 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
                              " unexpected bytes after the spec");
       }
       if (st.ok()) st = store.Register(spec, init, &var);
-      if (!st.ok()) return Reply(conn, h, st);
+      if (!st.ok()) return conn->Reply(h, st);
       if (run_init) store.RunInitializer(var, spec.init);
       if (init != nullptr || run_init) sync.ModelWritten(&conn->sync);
       uint8_t f = var->initialized.load() ? kFlagInitialized : 0;
-      return Reply(conn, h, st, 0, f, var->id);
+      return conn->Reply(h, st, 0, f, var->id);
     }
     case Op::kPull: {
       if (!initialized)
-        return Reply(conn, h, FailedPrecondition("Attempting to use uninitialized value " +
+        return conn->Reply(h, FailedPrecondition("Attempting to use uninitialized value " +
                                                  var->spec.name));
       SyncResult sr;
       if (h.flags & kFlagWaitStep) {
         st = sync.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
-        if (!st.ok()) return Reply(conn, h, st);
+        if (!st.ok()) return conn->Reply(h, st);
         if (!sr.ready)
-          return Reply(conn, h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
+          return conn->Reply(h, st, sr.step, kFlagNotReady, var->id, nullptr, 0, sr.count);
         if (h.slot == 0)
-          return Reply(conn, h, st, sr.step, kFlagInitialized, var->id, var->value.data(),
+          return conn->Reply(h, st, sr.step, kFlagInitialized, var->id, var->value.data(),
                        var->nbytes, sr.count);
       }
       if (h.slot == kOptimizerStateSlot) {
         if (var->spec.optimizer != Optimizer::kAdam)
-          return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' (optimizer " +
+          return conn->Reply(h, InvalidArgument("variable '" + var->spec.name + "' (optimizer " +
                                                 OptimizerName(var->spec.optimizer) +
                                                 ") has no optimizer state: slot 255 holds "
                                                 "Adam's beta powers only"));
@@ -896,13 +709,13 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
           pw[0] = var->beta1_power;
           pw[1] = var->beta2_power;
         }
-        return Reply(conn, h, st, 0, 0, var->id, pw, sizeof pw);
+        return conn->Reply(h, st, 0, 0, var->id, pw, sizeof pw);
       }
       uint8_t* src = var->SlotData(h.slot);
       if (src == nullptr && !var->table)
-        return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "' has no slot " +
+        return conn->Reply(h, InvalidArgument("variable '" + var->spec.name + "' has no slot " +
                                               std::to_string(h.slot - 1)));
-      if (!sparse) return Reply(conn, h, st, 0, kFlagInitialized, var->id, src, var->nbytes);
+      if (!sparse) return conn->Reply(h, st, 0, kFlagInitialized, var->id, src, var->nbytes);
       if (var->table) return PullTableRows(conn, h, var, reinterpret_cast<const int64_t*>(p));
       const size_t rows = static_cast<size_t>(var->spec.shape[0]);
       const size_t row_bytes = rows ? var->nbytes / rows : 0;
@@ -914,20 +727,20 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         int64_t i;
         std::memcpy(&i, idx + j, 8);
         if (i < 0 || static_cast<size_t>(i) >= rows)
-          return Reply(conn, h, InvalidArgument("variable '" + var->spec.name + "': index " +
+          return conn->Reply(h, InvalidArgument("variable '" + var->spec.name + "': index " +
                                                 std::to_string(i) + " at position " +
                                                 std::to_string(j) + " is out of range [0, " +
                                                 std::to_string(rows) + ")"));
       }
       st = RowReplyBuffer(conn, h, var, row_bytes);
-      if (!st.ok()) return Reply(conn, h, st);
+      if (!st.ok()) return conn->Reply(h, st);
       for (uint32_t j = 0; row_bytes > 0 && j < h.count; ++j) {
         int64_t i;
         std::memcpy(&i, idx + j, 8);
         std::memcpy(conn->out.data() + j * row_bytes, src + static_cast<size_t>(i) * row_bytes,
                     row_bytes);
       }
-      return Reply(conn, h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
+      return conn->Reply(h, st, 0, 0, var->id, conn->out.data(), conn->out.size());
     }
     case Op::kPush: {
       const bool has_lr = (h.flags & kFlagHasLr) != 0;
@@ -937,9 +750,9 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         // answered (dropped), but never one that would have been refused.
         st = store.SyncCheckPush(var, sparse, reinterpret_cast<const int64_t*>(p),
                                   sparse ? h.count : 0);
-        if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
+        if (!st.ok()) return conn->Reply(h, st, 0, 0, var->id);
         if (sync.Preamble(&conn->sync, var, h.step, &sr, &st))
-          return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
+          return conn->Reply(h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         if (sparse) {
           // An empty row-sparse gradient (count 0, no payload) is legal, as in TF: it counts
           // as this replica's gradient and touches no row.
@@ -948,11 +761,11 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         } else {
           st = store.SyncPush(var, h.step, false, p, nullptr, 0, nullptr, h.arg0, has_lr, &sr);
         }
-        return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
+        return conn->Reply(h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
       }
       if (var->is_sync())
-        return Reply(conn, h, FailedPrecondition(
+        return conn->Reply(h, FailedPrecondition(
                                   "variable '" + var->spec.name +
                                   "' is trained synchronously (replicas_to_aggregate " +
                                   std::to_string(var->spec.replicas_to_aggregate) +
@@ -964,8 +777,8 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         st = store.ApplyDense(var, p, h.arg0, has_lr);
       }
       if (st.ok() && (h.flags & kFlagReturnValue))
-        return Reply(conn, h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
-      return Reply(conn, h, st, 0, 0, var->id);
+        return conn->Reply(h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+      return conn->Reply(h, st, 0, 0, var->id);
     }
     case Op::kAssign:
       st = store.Assign(var, h.slot, p, h.payload_len);
@@ -974,16 +787,16 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         store.SyncReset(var);
         sync.ModelWritten(&conn->sync);
       }
-      return Reply(conn, h, st, 0, 0, var->id);
+      return conn->Reply(h, st, 0, 0, var->id);
     case Op::kAssignAdd:
-      return Reply(conn, h, store.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
+      return conn->Reply(h, store.AssignAdd(var, p, h.payload_len), 0, 0, var->id);
     case Op::kStepRead: {
       int64_t v = 0;
       st = store.StepRead(var, &v);
-      if (!st.ok() || !(h.flags & kFlagWaitStep)) return Reply(conn, h, st, v, 0, var->id);
+      if (!st.ok() || !(h.flags & kFlagWaitStep)) return conn->Reply(h, st, v, 0, var->id);
       SyncResult sr;
       st = sync.WaitForStep(&conn->sync, var, h.step, h.arg1, &sr);
-      return Reply(conn, h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
+      return conn->Reply(h, st, sr.step, sr.ready ? 0 : kFlagNotReady, var->id, nullptr, 0,
                    sr.count);
     }
     case Op::kStepIncrement: {
@@ -991,24 +804,24 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
       if (h.flags & kFlagStepTagged) {
         SyncResult sr;
         st = store.SyncCheckStep(var);
-        if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
+        if (!st.ok()) return conn->Reply(h, st, 0, 0, var->id);
         if (sync.Preamble(&conn->sync, var, h.step, &sr, &st))
-          return Reply(conn, h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
+          return conn->Reply(h, st, sr.step, 0, var->id, nullptr, 0, sr.count);
         st = store.SyncStepIncrement(var, h.step, &sr);
-        return Reply(conn, h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
+        return conn->Reply(h, st, sr.step, sr.accepted ? kFlagAccepted : 0, var->id, nullptr, 0,
                      sr.count);
       }
       if (var->is_sync())
-        return Reply(conn, h, FailedPrecondition(
+        return conn->Reply(h, FailedPrecondition(
                                   "global step '" + var->spec.name +
                                   "' is advanced by synchronous training (replicas_to_aggregate " +
                                   std::to_string(var->spec.replicas_to_aggregate) +
                                   "): send step-tagged increments (SyncReplicasOptimizer)"));
       st = store.StepIncrement(var, h.step, &v);
-      return Reply(conn, h, st, v, 0, var->id);
+      return conn->Reply(h, st, v, 0, var->id);
     }
     case Op::kIsInitialized:
-      return Reply(conn, h, st, 0, initialized ? kFlagInitialized : 0, var->id);
+      return conn->Reply(h, st, 0, initialized ? kFlagInitialized : 0, var->id);
     case Op::kTableExport: {
       const size_t record = var->table->record_bytes();
       const size_t page = static_cast<size_t>(
@@ -1017,19 +830,19 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
       int64_t next = -1;
       st = store.TableExport(var, h.step < 0 ? 0 : static_cast<uint64_t>(h.step), page,
                               &conn->out, &n, &next);
-      if (!st.ok()) return Reply(conn, h, st, 0, 0, var->id);
-      return Reply(conn, h, st, next, 0, var->id, conn->out.data(), conn->out.size(),
+      if (!st.ok()) return conn->Reply(h, st, 0, 0, var->id);
+      return conn->Reply(h, st, next, 0, var->id, conn->out.data(), conn->out.size(),
                    static_cast<uint32_t>(n));
     }
     case Op::kTableImport:
       st = store.TableImport(var, p, h.count, (h.flags & kFlagInit) != 0);
       if (st.ok()) sync.ModelWritten(&conn->sync);
-      return Reply(conn, h, st, 0, 0, var->id);
+      return conn->Reply(h, st, 0, 0, var->id);
     case Op::kTableEvict: {
       size_t evicted = 0;
       st = store.TableEvict(var, static_cast<uint64_t>(h.arg0), static_cast<uint64_t>(h.arg1),
                              &evicted);
-      return Reply(conn, h, st, st.ok() ? static_cast<int64_t>(var->table->rows()) : 0, 0,
+      return conn->Reply(h, st, st.ok() ? static_cast<int64_t>(var->table->rows()) : 0, 0,
                    var->id, nullptr, 0, static_cast<uint32_t>(evicted));
     }
     case Op::kClusterInfo: {
@@ -1038,7 +851,7 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
         std::lock_guard<std::mutex> l(cluster_mu);
         def = options.cluster_def;
       }
-      return Reply(conn, h, st, 0, 0, 0, def.data(), def.size());
+      return conn->Reply(h, st, 0, 0, 0, def.data(), def.size());
     }
     case Op::kList: {
       Writer w;
@@ -1059,22 +872,22 @@ bool ServerImpl::Handle(Connection* conn, const Header& h) {
                                    : v->nbytes * (1 + v->slots.size()));
         }
       } catch (const std::bad_alloc&) {
-        return Reply(conn, h, Status(Code::kResourceExhausted,
+        return conn->Reply(h, Status(Code::kResourceExhausted,
                                      "out of memory listing " + std::to_string(store.size()) +
                                          " variables"));
       }
       auto& b = w.buffer();
-      return Reply(conn, h, st, 0, 0, 0, b.data(), b.size());
+      return conn->Reply(h, st, 0, 0, 0, b.data(), b.size());
     }
     case Op::kPing:
       if (conn->channel == kChannelHeartbeat) heartbeats.Note(conn->job, conn->task);
-      return Reply(conn, h, st);
+      return conn->Reply(h, st);
     case Op::kWorkerDone: {
       sync.WorkerDone(std::string(reinterpret_cast<const char*>(p), h.payload_len), h.var_id);
-      return Reply(conn, h, st);
+      return conn->Reply(h, st);
     }
   }
-  return Reply(conn, h, InvalidArgument("unknown op " + std::to_string(h.op)));
+  return conn->Reply(h, InvalidArgument("unknown op " + std::to_string(h.op)));
 }
 
 }  // namespace psrt

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "budget.h"
+#include "connection.h"
 #include "events.h"
 #include "heartbeats.h"
 #include "server.h"
@@ -29,7 +30,8 @@
 
 namespace psrt {
 
-struct Connection;
+// "PULL", "TABLE_EXPORT", ...: an op code's name in messages ("op N" past the last).
+std::string OpName(uint8_t op);
 
 struct ServerImpl {
   explicit ServerImpl(const ServerOptions& options);
@@ -41,12 +43,8 @@ struct ServerImpl {
   void ShedPending(int err);
   // Answers the HELLO a fresh peer is about to send with `code` and `msg`, and closes fd.
   static void Refuse(int fd, Code code, const std::string& msg);
-  // Waits until a frame starts arriving on conn; false when the connection must close (the
-  // server stops, HELLO/AUTH took too long, or it idled past idle_timeout_s).
-  bool AwaitFrame(Connection* conn);
   // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
   void Admit(Connection* conn);
-  void Serve(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
   bool Handle(Connection* conn, const Header& h);
   // Sizes conn->out for the reply of a row PULL of h.count rows; ResourceExhausted past
@@ -60,14 +58,6 @@ struct ServerImpl {
   bool StreamPush(Connection* conn, const Header& h, Variable* var);
   bool StreamAssign(Connection* conn, const Header& h, Variable* var);
   bool StreamRegister(Connection* conn, const Header& h);
-  // Reads `n` payload bytes through the budget in chunks of at most chunk_bytes (whole
-  // elements of `elem` bytes) and calls use(chunk, byte offset, length) for each.
-  bool ReadChunks(Connection* conn, uint64_t n, size_t elem,
-                  const std::function<void(const uint8_t*, uint64_t, size_t)>& use);
-  bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
-             uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
-             size_t len = 0, uint32_t count = 0);
-
   ServerOptions options;
   int listen_fd = -1;
   int listen_port = 0;
