@@ -53,39 +53,28 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
                                     std::max(m->options.max_inflight_bytes,
                                              m->options.chunk_bytes));
   m->budget.Init(m->options.max_inflight_bytes, m->options.chunk_bytes);
-  PSRT_RETURN_IF_ERROR(Listen(options.host, options.port, &m->listen_fd, &m->listen_port));
-  if (pipe2(m->wake_pipe, O_CLOEXEC) != 0) {
-    CloseFd(m->listen_fd);
-    return Internal(ErrnoMessage("pipe", "", errno));
-  }
+  PSRT_RETURN_IF_ERROR(m->acceptor.Listen(options.host, options.port));
   std::random_device rd;
   m->incarnation = static_cast<int64_t>(
       ((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
       0x7fffffffffffffffULL);
   if (m->incarnation == 0) m->incarnation = 1;
-  // Kept to be closed when descriptors run out, so a pending peer can still be accepted and
-  // told why it is refused (ShedPending).
-  m->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  try {
-    m->acceptor = std::thread([m] { m->AcceptLoop(); });
-  } catch (const std::system_error& e) {
-    return Status(Code::kResourceExhausted, std::string("cannot start the accept thread: ") +
-                                                e.what());
-  }
+  PSRT_RETURN_IF_ERROR(m->acceptor.Start());
   *out = std::move(s);
   return Status::Ok();
 }
 
 ServerImpl::ServerImpl(const ServerOptions& o)
     : options(o),
-      sync(&store, &stopping, "/job:" + o.job + "/task:" + std::to_string(o.task)) {}
+      sync(&store, &stopping, "/job:" + o.job + "/task:" + std::to_string(o.task)),
+      acceptor(this) {}
 
 Server::Server(const ServerOptions& options) : impl_(std::make_unique<ServerImpl>(options)) {}
 
 Server::~Server() { Stop(); }
 
-int Server::port() const { return impl_->listen_port; }
+int Server::port() const { return impl_->acceptor.port(); }
 int64_t Server::incarnation() const { return impl_->incarnation; }
 VariableStore* Server::store() { return &impl_->store; }
 bool Server::stopped() const { return impl_->stopped.load(); }
@@ -96,28 +85,9 @@ void Server::Stop() {
   std::lock_guard<std::mutex> stop_lock(m->stop_mu);
   if (m->stopped.load()) return;
   m->stopping.store(true);
-  char b = 1;
-  ssize_t ignored = write(m->wake_pipe[1], &b, 1);
-  (void)ignored;
-  if (m->acceptor.joinable()) m->acceptor.join();
-  std::vector<std::unique_ptr<Connection>> conns;
+  m->acceptor.Stop();
   {
-    std::lock_guard<std::mutex> l(m->mu);
-    for (auto& c : m->conns) shutdown(c->fd, SHUT_RDWR);
-    conns.swap(m->conns);
-  }
-  for (auto& c : conns) {
-    if (c->thread.joinable()) c->thread.join();
-    CloseFd(c->fd);
-  }
-  CloseFd(m->listen_fd);
-  CloseFd(m->reserve_fd);
-  m->reserve_fd = -1;
-  CloseFd(m->wake_pipe[0]);
-  CloseFd(m->wake_pipe[1]);
-  m->listen_fd = m->wake_pipe[0] = m->wake_pipe[1] = -1;
-  {
-    std::lock_guard<std::mutex> l(m->mu);
+    std::lock_guard<std::mutex> l(m->stopped_mu);
     m->stopped.store(true);
   }
   m->stopped_cv.notify_all();
@@ -125,7 +95,7 @@ void Server::Stop() {
 
 bool Server::Wait(double timeout_s) {
   ServerImpl* m = impl_.get();
-  std::unique_lock<std::mutex> l(m->mu);
+  std::unique_lock<std::mutex> l(m->stopped_mu);
   if (timeout_s < 0) {
     m->stopped_cv.wait(l, [m] { return m->stopped.load(); });
     return true;
@@ -138,136 +108,8 @@ std::vector<std::pair<std::string, int>> Server::DoneWorkers() const {
   return impl_->sync.DoneWorkers();
 }
 
-int Server::NumConnections() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
-  int n = 0;
-  for (auto& c : impl_->conns) n += c->finished.load() ? 0 : 1;
-  return n;
-}
+int Server::NumConnections() const { return impl_->acceptor.NumOpen(); }
 
-void ServerImpl::ShedPending(int err) {
-  if (reserve_fd >= 0) {
-    CloseFd(reserve_fd);
-    reserve_fd = -1;
-  }
-  int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd >= 0) {
-    Refuse(fd, Code::kUnavailable,
-           "/job:" + options.job + "/task:" + std::to_string(options.task) +
-               " cannot take another connection now (accept: " + std::strerror(err) +
-               "); retry later");
-  }
-  reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
-void ServerImpl::Refuse(int fd, Code code, const std::string& msg) {
-  // One reply to the HELLO the peer is about to send, so it learns why; never blocks.
-  Header h;
-  h.op = static_cast<uint8_t>(Op::kHello);
-  h.flags = kFlagReply;
-  h.status = static_cast<uint8_t>(code);
-  h.payload_len = msg.size();
-  uint8_t frame[kHeaderSize + 512];
-  EncodeHeader(h, frame);
-  if (msg.size() <= sizeof frame - kHeaderSize) {
-    std::memcpy(frame + kHeaderSize, msg.data(), msg.size());
-    ssize_t ignored = send(fd, frame, kHeaderSize + msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)ignored;
-  }
-  shutdown(fd, SHUT_WR);
-  CloseFd(fd);
-}
-
-void ServerImpl::AcceptLoop() {
-  int backoff_ms = 0;
-  while (!stopping.load()) {
-    struct pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-    int rc = poll(fds, 2, 1000);
-    if (rc < 0 && errno != EINTR) break;
-    if (stopping.load()) break;
-    {
-      // Reap connections whose peer went away so threads and fds do not pile up.
-      std::lock_guard<std::mutex> l(mu);
-      for (auto it = conns.begin(); it != conns.end();) {
-        if ((*it)->finished.load()) {
-          (*it)->thread.join();
-          CloseFd((*it)->fd);
-          it = conns.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    if (rc <= 0 || !(fds[0].revents & POLLIN)) continue;
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    int fd = accept4(listen_fd, reinterpret_cast<struct sockaddr*>(&ss), &len, SOCK_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-        // Out of descriptors (or kernel memory): the peer stays in the backlog and poll would
-        // report it again at once, a busy loop. Refuse it with the reserve descriptor, then
-        // back off (10 ms doubling to 1 s) while the connections already open are served.
-        ShedPending(err);
-        backoff_ms = backoff_ms == 0 ? 10 : std::min(backoff_ms * 2, 1000);
-        struct pollfd wake = {wake_pipe[0], POLLIN, 0};
-        poll(&wake, 1, backoff_ms);
-      }
-      continue;
-    }
-    backoff_ms = 0;
-    SetNoDelay(fd);
-    auto conn = std::make_unique<Connection>(this, fd);
-    char host[128] = "?";
-    int port = 0;
-    if (ss.ss_family == AF_INET) {
-      auto* a = reinterpret_cast<struct sockaddr_in*>(&ss);
-      inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-      port = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-      auto* a = reinterpret_cast<struct sockaddr_in6*>(&ss);
-      inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-      port = ntohs(a->sin6_port);
-    }
-    conn->peer = std::string(host) + ":" + std::to_string(port);
-    Connection* raw = conn.get();
-    std::unique_lock<std::mutex> l(mu);
-    if (stopping.load()) {
-      CloseFd(fd);
-      break;
-    }
-    if (options.max_connections > 0) {
-      int open_conns = 0;
-      for (auto& c : conns) open_conns += c->finished.load() ? 0 : 1;
-      if (open_conns >= options.max_connections) {
-        l.unlock();
-        events.Add("refused " + conn->peer + ": " + std::to_string(open_conns) +
-              " connections open, the maximum (max_connections)");
-        Refuse(fd, Code::kResourceExhausted,
-               "/job:" + options.job + "/task:" + std::to_string(options.task) +
-                   " already serves the maximum of " + std::to_string(options.max_connections) +
-                   " connections (max_connections); close idle clients or raise the limit");
-        continue;
-      }
-    }
-    try {
-      conn->thread = std::thread([raw] {
-        // Backstop: no exception (e.g. std::bad_alloc from a message string) may leave a
-        // connection thread, or std::terminate would end the whole ps process.
-        try {
-          raw->Serve();
-        } catch (...) {
-          shutdown(raw->fd, SHUT_RDWR);
-          raw->finished.store(true);
-        }
-      });
-    } catch (const std::system_error&) {
-      CloseFd(fd);  // no thread for this peer (resource limit): refuse it, keep serving others
-      continue;
-    }
-    conns.push_back(std::move(conn));
-  }
-}
 
 std::string OpName(uint8_t op) {
   static const char* names[] = {"?",    "HELLO",      "REGISTER",       "PULL",

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "acceptor.h"
 #include "budget.h"
 #include "connection.h"
 #include "events.h"
@@ -36,13 +37,6 @@ std::string OpName(uint8_t op);
 struct ServerImpl {
   explicit ServerImpl(const ServerOptions& options);
 
-  void AcceptLoop();
-  // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
-  // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
-  // takes the reserve again.
-  void ShedPending(int err);
-  // Answers the HELLO a fresh peer is about to send with `code` and `msg`, and closes fd.
-  static void Refuse(int fd, Code code, const std::string& msg);
   // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
   void Admit(Connection* conn);
   // Handles one validated frame; returns false when the connection must close.
@@ -59,24 +53,19 @@ struct ServerImpl {
   bool StreamAssign(Connection* conn, const Header& h, Variable* var);
   bool StreamRegister(Connection* conn, const Header& h);
   ServerOptions options;
-  int listen_fd = -1;
-  int listen_port = 0;
-  int wake_pipe[2] = {-1, -1};   // written by Stop() to wake the acceptor's poll
-  int reserve_fd = -1;           // /dev/null, given up to shed a peer when fds run out
   int64_t incarnation = 0;
   VariableStore store;
   Budget budget;
-  std::thread acceptor;
   std::atomic<bool> stopping{false};
   std::atomic<bool> stopped{false};
   SyncLifecycle sync;
 
-  mutable std::mutex mu;           // guards conns, stopped condition
-  std::mutex cluster_mu;           // guards options.cluster_def
-  std::condition_variable stopped_cv;
-  std::vector<std::unique_ptr<Connection>> conns;
   EventLog events{Server::kMaxEvents};
   Heartbeats heartbeats;
+  Acceptor acceptor;
+  std::mutex cluster_mu;           // guards options.cluster_def
+  std::mutex stopped_mu;           // guards the stopped condition
+  std::condition_variable stopped_cv;
   std::mutex stop_mu;              // serializes Stop()
 };
 
