@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <new>
 
+#include "handlers.h"
 #include "net.h"
 #include "server_impl.h"
 
@@ -113,7 +114,7 @@ void Connection::Serve() {
     }
     Header h = DecodeHeader(hb);
     // A frame the server may stream (a dense PUSH, an ASSIGN, a REGISTER with its initial
-    // value) is bounded here only by the largest variable; Handle then checks it against its
+    // value) is bounded here only by the largest variable; Dispatch then checks it against its
     // variable exactly. Every other frame is read whole and must fit max_payload.
     const bool may_stream =
         (h.op == static_cast<uint8_t>(Op::kPush) &&
@@ -146,7 +147,7 @@ void Connection::Serve() {
                                   OpName(h.op)));
       break;
     }
-    if (!server->Handle(this, h)) break;
+    if (!Dispatch(*server, this, h)) break;
     last_frame = std::chrono::steady_clock::now();
   }
   shutdown(fd, SHUT_RDWR);

@@ -2,7 +2,7 @@
 // (bounded by hello_timeout_s before HELLO/AUTH and idle_timeout_s after), checks the fixed
 // header and what this connection may send (HELLO first, AUTH before anything else when the
 // job has a secret, PING only on a heartbeat connection), hands the frame to the op handlers
-// (ServerImpl::Handle) and writes their replies, in request order.
+// (Dispatch, handlers.h) and writes their replies, in request order.
 //
 // Threads: every method runs on the connection's own thread. The acceptor and Server::Stop
 // only read fd, finished and thread, and shut fd down to end the loop. The fields below are
