@@ -1,72 +1,24 @@
-// pybind11 bindings: the only file that knows Python. Arguments are converted and checked
-// with the GIL held; every blocking or long core call then runs with the GIL released (safe
-// because the core keeps no Python object and no numpy pointer past the call, and the arrays
-// stay referenced by the caller's frame for the call's duration). A non-OK Status becomes
-// the psrt.errors class of its code.
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
+// pybind11 bindings: with py_convert.{h,cc}, the only files that know Python. Arguments are
+// converted and checked with the GIL held; every blocking or long core call then runs with
+// the GIL released (safe because the core keeps no Python object and no numpy pointer past
+// the call, and the arrays stay referenced by the caller's frame for the call's duration). A
+// non-OK Status becomes the psrt.errors class of its code (py_convert.h).
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 #include "auth.h"
 #include "client.h"
 #include "kernels.h"
+#include "py_convert.h"
 #include "server.h"
 #include "store.h"
 #include "wire.h"
 
-namespace py = pybind11;
-
 namespace psrt {
 namespace {
-
-[[noreturn]] void Raise(const Status& st) {
-  py::object errors = py::module_::import("psrt.errors");
-  py::object cls = errors.attr("exception_type_from_error_code")(static_cast<int>(st.code()));
-  py::object exc = cls(py::none(), py::none(), st.message());
-  PyErr_SetObject(cls.ptr(), exc.ptr());
-  throw py::error_already_set();
-}
-
-void Check(const Status& st) {
-  if (!st.ok()) Raise(st);
-}
-
-// Runs f() with the GIL released and returns its result. Used instead of pybind11's scoped
-// release on purpose: at interpreter exit CPython ends a daemon thread that asks for the GIL
-// back by calling pthread_exit inside PyEval_RestoreThread, and that forced unwind leaving a
-// destructor (implicitly noexcept) calls std::terminate. That aborted a ps whose
-// Server.stop() ran on a daemon thread while the main thread left join(). Here the GIL is
-// taken back in ordinary code, so the unwind passes through (pybind11 rethrows it).
-template <typename F>
-auto WithoutGil(F&& f) -> decltype(f()) {
-  PyThreadState* saved = PyEval_SaveThread();
-  if constexpr (std::is_void_v<decltype(f())>) {
-    try {
-      f();
-    } catch (...) {
-      PyEval_RestoreThread(saved);
-      throw;
-    }
-    PyEval_RestoreThread(saved);
-  } else {
-    std::optional<decltype(f())> result;
-    try {
-      result.emplace(f());
-    } catch (...) {
-      PyEval_RestoreThread(saved);
-      throw;
-    }
-    PyEval_RestoreThread(saved);
-    return std::move(*result);
-  }
-}
 
 DType ParseDType(const std::string& s) {
   if (s == "float32") return DType::kFloat32;
@@ -92,53 +44,6 @@ Optimizer ParseOptimizer(const std::string& s) {
                         "' not supported; expected GradientDescent, Adagrad, Momentum, Adam, "
                         "Adadelta, AdagradDA, Ftrl, ProximalGradientDescent, ProximalAdagrad, "
                         "RMSProp or CenteredRMSProp"));
-}
-
-DType ArrayDType(const py::array& a) {
-  if (a.dtype().is(py::dtype::of<float>())) return DType::kFloat32;
-  if (a.dtype().is(py::dtype::of<double>())) return DType::kFloat64;
-  if (a.dtype().is(py::dtype::of<int64_t>())) return DType::kInt64;
-  return DType::kInvalid;
-}
-
-std::string ShapeOf(const py::array& a) {
-  std::string s = "[";
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? "," : "") + std::to_string(a.shape(i));
-  return s + "]";
-}
-
-std::string ShapeOf(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string DTypeStr(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
-
-bool CContiguous(const py::array& a) {
-  return (a.flags() & py::array::c_style) != 0;
-}
-
-// Checks that `a` is a C-contiguous array of `dtype` with `shape`; InvalidArgument naming
-// the variable, the expected and the given dtype/shape otherwise.
-void CheckArray(const py::array& a, const std::string& what, const std::string& name,
-                DType dtype, const std::vector<int64_t>& shape, bool writable) {
-  bool shape_ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
-  for (size_t i = 0; shape_ok && i < shape.size(); ++i) shape_ok = a.shape(i) == shape[i];
-  if (ArrayDType(a) != dtype || !shape_ok)
-    Raise(InvalidArgument(what + " for variable '" + name + "' must be " + DTypeName(dtype) +
-                          ShapeOf(shape) + "; got " + DTypeStr(a) + ShapeOf(a)));
-  if (!CContiguous(a)) {
-    std::string strides = "(";
-    for (py::ssize_t i = 0; i < a.ndim(); ++i)
-      strides += (i ? "," : "") + std::to_string(a.strides(i));
-    Raise(InvalidArgument(what + " for variable '" + name + "' must be a C-contiguous " +
-                          DTypeName(dtype) + ShapeOf(shape) + " array; got a non-contiguous " +
-                          DTypeStr(a) + ShapeOf(a) + " array with strides " + strides +
-                          ") (use numpy.ascontiguousarray)"));
-  }
-  if (writable && !a.writeable())
-    Raise(InvalidArgument(what + " for variable '" + name + "' must be writable"));
 }
 
 // ---- Kernels ----------------------------------------------------------------------------
