@@ -1,4 +1,6 @@
-// pybind11 bindings: with py_convert.{h,cc}, the only files that know Python. Arguments are
+// pybind11 bindings: the assembly of psrt._core, and (for now) its Client. The bindings files
+// are the only ones that know Python: this one, which names the module, sets its constants
+// and calls one Register* per bound part (py_register.h), and py_*.cc. Arguments are
 // converted and checked with the GIL held; every blocking or long core call then runs with
 // the GIL released (safe because the core keeps no Python object and no numpy pointer past
 // the call, and the arrays stay referenced by the caller's frame for the call's duration). A
@@ -9,11 +11,10 @@
 #include <optional>
 #include <utility>
 
-#include "auth.h"
 #include "client.h"
 #include "kernels.h"
 #include "py_convert.h"
-#include "server.h"
+#include "py_register.h"
 #include "store.h"
 #include "wire.h"
 
@@ -44,123 +45,6 @@ Optimizer ParseOptimizer(const std::string& s) {
                         "' not supported; expected GradientDescent, Adagrad, Momentum, Adam, "
                         "Adadelta, AdagradDA, Ftrl, ProximalGradientDescent, ProximalAdagrad, "
                         "RMSProp or CenteredRMSProp"));
-}
-
-// ---- Kernels ----------------------------------------------------------------------------
-
-// The scalar keyword arguments of apply_dense/apply_sparse, TF's kernel inputs by TF's names.
-// rho and epsilon: None is TF1's default for the optimizer (rho: Adadelta 0.95, RMSProp's decay
-// 0.9; epsilon: RMSProp 1e-10, otherwise 1e-8).
-struct KernelKwargs {
-  double learning_rate;
-  double momentum;
-  bool use_nesterov;
-  double beta1;
-  double beta2;
-  std::optional<double> epsilon;
-  double beta1_power;
-  double beta2_power;
-  std::optional<double> rho;
-  double l1;
-  double l2;
-  double l2_shrinkage;
-  double lr_power;
-  int64_t global_step;
-};
-
-KernelArgs MakeKernelArgs(const std::string& optimizer, DType dtype, const KernelKwargs& k) {
-  KernelArgs a;
-  Check(ParseOptimizerName(optimizer, &a.optimizer));
-  const bool rmsprop =
-      a.optimizer == Optimizer::kRMSProp || a.optimizer == Optimizer::kCenteredRMSProp;
-  a.dtype = dtype;
-  a.learning_rate = k.learning_rate;
-  a.momentum = k.momentum;
-  a.use_nesterov = k.use_nesterov;
-  a.beta1 = k.beta1;
-  a.beta2 = k.beta2;
-  a.epsilon = k.epsilon.value_or(rmsprop ? 1e-10 : 1e-8);
-  a.beta1_power = k.beta1_power;
-  a.beta2_power = k.beta2_power;
-  a.rho = k.rho.value_or(rmsprop ? 0.9 : 0.95);
-  a.l1 = k.l1;
-  a.l2 = k.l2;
-  a.l2_shrinkage = k.l2_shrinkage;
-  a.lr_power = k.lr_power;
-  a.global_step = k.global_step;
-  return a;
-}
-
-void CheckKernelArray(const py::array& a, const char* what, DType dtype, size_t n) {
-  if (ArrayDType(a) != dtype || !CContiguous(a) || static_cast<size_t>(a.size()) != n ||
-      !a.writeable())
-    Raise(InvalidArgument(std::string(what) + " must be a writable C-contiguous " +
-                          DTypeName(dtype) + " array of " + std::to_string(n) +
-                          " elements; got " + DTypeStr(a) + ShapeOf(a)));
-}
-
-// "RMSProp needs 2 slots (rms, momentum); got 3".
-void CheckSlotCount(Optimizer opt, size_t given) {
-  const int n = NumSlots(opt);
-  if (static_cast<int>(given) == n) return;
-  std::string names;
-  for (int k = 0; k < n; ++k) names += std::string(k ? ", " : " (") + SlotName(opt, k);
-  Raise(InvalidArgument(std::string(OptimizerName(opt)) + " needs " + std::to_string(n) +
-                        " slots" + (n ? names + ")" : "") + "; got " + std::to_string(given)));
-}
-
-void ApplyDensePy(const std::string& optimizer, py::array var, std::vector<py::array> slots,
-                  py::array grad, const KernelKwargs& kw) {
-  DType dt = ArrayDType(var);
-  if (dt != DType::kFloat32 && dt != DType::kFloat64)
-    Raise(InvalidArgument("var dtype " + DTypeStr(var) + " not supported; expected float32 or float64"));
-  size_t n = static_cast<size_t>(var.size());
-  CheckKernelArray(var, "var", dt, n);
-  KernelArgs a = MakeKernelArgs(optimizer, dt, kw);
-  CheckSlotCount(a.optimizer, slots.size());
-  void* sp[kMaxSlots] = {};
-  for (size_t i = 0; i < slots.size(); ++i) {
-    CheckKernelArray(slots[i], "slot", dt, n);
-    sp[i] = slots[i].mutable_data();
-  }
-  if (ArrayDType(grad) != dt || !CContiguous(grad) || static_cast<size_t>(grad.size()) != n)
-    Raise(InvalidArgument("grad must be a C-contiguous " + std::string(DTypeName(dt)) +
-                          " array of " + std::to_string(n) + " elements; got " + DTypeStr(grad) +
-                          ShapeOf(grad)));
-  void* v = var.mutable_data();
-  const void* g = grad.data();
-  Check(WithoutGil([&] { return ApplyDense(a, v, sp, g, n); }));
-}
-
-void ApplySparsePy(const std::string& optimizer, py::array var, std::vector<py::array> slots,
-                   py::array indices, py::array rows, const KernelKwargs& kw) {
-  DType dt = ArrayDType(var);
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || var.ndim() < 1)
-    Raise(InvalidArgument("var must be a float32 or float64 array of rank >= 1; got " +
-                          DTypeStr(var) + ShapeOf(var)));
-  size_t n = static_cast<size_t>(var.size());
-  size_t num_rows = static_cast<size_t>(var.shape(0));
-  size_t width = num_rows ? n / num_rows : 0;
-  CheckKernelArray(var, "var", dt, n);
-  KernelArgs a = MakeKernelArgs(optimizer, dt, kw);
-  CheckSlotCount(a.optimizer, slots.size());
-  void* sp[kMaxSlots] = {};
-  for (size_t i = 0; i < slots.size(); ++i) {
-    CheckKernelArray(slots[i], "slot", dt, n);
-    sp[i] = slots[i].mutable_data();
-  }
-  if (ArrayDType(indices) != DType::kInt64 || indices.ndim() != 1 || !CContiguous(indices))
-    Raise(InvalidArgument("indices must be a 1-D C-contiguous int64 array; got " +
-                          DTypeStr(indices) + ShapeOf(indices)));
-  size_t k = static_cast<size_t>(indices.size());
-  if (ArrayDType(rows) != dt || !CContiguous(rows) || static_cast<size_t>(rows.size()) != k * width)
-    Raise(InvalidArgument("rows must be a C-contiguous " + std::string(DTypeName(dt)) +
-                          " array of " + std::to_string(k) + " x " + std::to_string(width) +
-                          " elements; got " + DTypeStr(rows) + ShapeOf(rows)));
-  void* v = var.mutable_data();
-  const auto* idx = static_cast<const int64_t*>(indices.data());
-  const void* r = rows.data();
-  Check(WithoutGil([&] { return ApplySparse(a, v, sp, num_rows, width, idx, k, r); }));
 }
 
 // An initializer run on the ps: {"kind": "zeros" | "ones" | "constant" | "random_uniform" |
@@ -205,50 +89,6 @@ InitSpec ParseInitSpec(const std::string& var, const py::dict& d) {
   if (d.contains("full_shape")) spec.full_shape = d["full_shape"].cast<std::vector<int64_t>>();
   return spec;
 }
-
-// ---- Server -----------------------------------------------------------------------------
-
-class PyServer {
- public:
-  PyServer(const std::string& host, int port, const std::string& job, int task,
-           uint64_t max_payload, const py::bytes& secret, double hello_timeout,
-           double idle_timeout, int max_connections, uint64_t chunk_bytes,
-           uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def) {
-    ServerOptions o;
-    o.cluster_def = cluster_def;
-    o.host = host;
-    o.port = port;
-    o.job = job;
-    o.task = task;
-    o.max_payload = max_payload;
-    o.secret = secret;
-    o.hello_timeout_s = hello_timeout;
-    o.idle_timeout_s = idle_timeout;
-    o.max_connections = max_connections;
-    o.chunk_bytes = chunk_bytes;
-    o.max_inflight_bytes = max_inflight_bytes;
-    o.stall_timeout_s = stall_timeout;
-    Check(WithoutGil([&] { return Server::Create(o, &server_); }));
-  }
-  int port() const { return server_->port(); }
-  int64_t incarnation() const { return server_->incarnation(); }
-  void stop() {
-    WithoutGil([&] { server_->Stop(); });
-  }
-  bool wait(double timeout_s) {
-    return WithoutGil([&] { return server_->Wait(timeout_s); });
-  }
-  bool stopped() const { return server_->stopped(); }
-  std::vector<std::pair<std::string, int>> done_workers() const { return server_->DoneWorkers(); }
-  int num_connections() const { return server_->NumConnections(); }
-  size_t num_variables() const { return server_->store()->size(); }
-  std::vector<std::string> take_events() { return server_->TakeEvents(); }
-  uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
-  void set_cluster_def(const std::string& def) { Check(server_->SetClusterDef(def)); }
-
- private:
-  std::unique_ptr<Server> server_;
-};
 
 // ---- Client -----------------------------------------------------------------------------
 
@@ -858,96 +698,8 @@ class PyClient {
 };
 
 }  // namespace
-}  // namespace psrt
 
-PYBIND11_MODULE(_core, m) {
-  using namespace psrt;
-  m.doc() = "psrt's C++ core: wire protocol, TCP transport, variable store, fused kernels.";
-  m.attr("WIRE_VERSION") = kWireVersion;
-  m.attr("HEADER_SIZE") = kHeaderSize;
-  m.attr("DEFAULT_MAX_PAYLOAD") = kDefaultMaxPayload;
-  m.attr("OPTIMIZER_STATE_SLOT") = kOptimizerStateSlot;
-
-  m.def("sha256", [](const py::bytes& data) {
-    const std::string d = data;
-    const Digest h = Sha256(d.data(), d.size());
-    return py::bytes(reinterpret_cast<const char*>(h.data()), h.size());
-  }, py::arg("data"));
-  m.def("hmac_sha256", [](const py::bytes& key, const py::bytes& msg) {
-    const std::string m = msg;
-    const Digest h = HmacSha256(key, m.data(), m.size());
-    return py::bytes(reinterpret_cast<const char*>(h.data()), h.size());
-  }, py::arg("key"), py::arg("msg"));
-  m.def("compiled_kernel_targets", &CompiledKernelTargets);
-  m.def("kernel_targets", &SupportedKernelTargets);
-  m.def("kernel_target", &ActiveKernelTarget);
-  m.def("set_kernel_target", [](const std::string& name) { Check(SetKernelTarget(name)); },
-        py::arg("name"));
-  m.def("apply_dense",
-        [](const std::string& optimizer, py::array var, std::vector<py::array> slots,
-           py::array grad, double learning_rate, double momentum, bool use_nesterov,
-           double beta1, double beta2, std::optional<double> epsilon, double beta1_power,
-           double beta2_power, std::optional<double> rho, double l1, double l2,
-           double l2_shrinkage, double lr_power, int64_t global_step) {
-          ApplyDensePy(optimizer, std::move(var), std::move(slots), std::move(grad),
-                       {learning_rate, momentum, use_nesterov, beta1, beta2, epsilon,
-                        beta1_power, beta2_power, rho, l1, l2, l2_shrinkage, lr_power,
-                        global_step});
-        },
-        py::arg("optimizer"), py::arg("var"), py::arg("slots"), py::arg("grad"), py::kw_only(),
-        py::arg("learning_rate"), py::arg("momentum") = 0.0, py::arg("use_nesterov") = false,
-        py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("epsilon") = py::none(),
-        py::arg("beta1_power") = 0.0, py::arg("beta2_power") = 0.0, py::arg("rho") = py::none(),
-        py::arg("l1") = 0.0, py::arg("l2") = 0.0, py::arg("l2_shrinkage") = 0.0,
-        py::arg("lr_power") = -0.5, py::arg("global_step") = 0);
-  m.def("apply_sparse",
-        [](const std::string& optimizer, py::array var, std::vector<py::array> slots,
-           py::array indices, py::array rows, double learning_rate, double momentum,
-           bool use_nesterov, double beta1, double beta2, std::optional<double> epsilon,
-           double beta1_power, double beta2_power, std::optional<double> rho, double l1,
-           double l2, double l2_shrinkage, double lr_power, int64_t global_step) {
-          ApplySparsePy(optimizer, std::move(var), std::move(slots), std::move(indices),
-                        std::move(rows),
-                        {learning_rate, momentum, use_nesterov, beta1, beta2, epsilon,
-                         beta1_power, beta2_power, rho, l1, l2, l2_shrinkage, lr_power,
-                         global_step});
-        },
-        py::arg("optimizer"), py::arg("var"), py::arg("slots"), py::arg("indices"),
-        py::arg("rows"), py::kw_only(), py::arg("learning_rate"), py::arg("momentum") = 0.0,
-        py::arg("use_nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
-        py::arg("epsilon") = py::none(), py::arg("beta1_power") = 0.0,
-        py::arg("beta2_power") = 0.0, py::arg("rho") = py::none(), py::arg("l1") = 0.0,
-        py::arg("l2") = 0.0, py::arg("l2_shrinkage") = 0.0, py::arg("lr_power") = -0.5,
-        py::arg("global_step") = 0);
-  m.def("slot_names", [](const std::string& optimizer) {
-    Optimizer o;
-    Check(ParseOptimizerName(optimizer, &o));
-    std::vector<std::string> out;
-    for (int i = 0; i < NumSlots(o); ++i) out.push_back(SlotName(o, i));
-    return out;
-  }, py::arg("optimizer"));
-
-  py::class_<PyServer>(m, "Server")
-      .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
-                    double, double, int, uint64_t, uint64_t, double, const std::string&>(),
-           py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
-           py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
-           py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
-           py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{512} << 10,
-           py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
-           py::arg("cluster_def") = std::string())
-      .def_property_readonly("port", &PyServer::port)
-      .def_property_readonly("incarnation", &PyServer::incarnation)
-      .def_property_readonly("stopped", &PyServer::stopped)
-      .def("stop", &PyServer::stop)
-      .def("wait", &PyServer::wait, py::arg("timeout"))
-      .def("done_workers", &PyServer::done_workers)
-      .def("num_connections", &PyServer::num_connections)
-      .def("num_variables", &PyServer::num_variables)
-      .def("take_events", &PyServer::take_events)
-      .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
-      .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"));
-
+void RegisterClient(py::module_& m) {
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, int, const py::bytes&, double>(), py::arg("job"),
            py::arg("task"), py::arg("secret") = py::bytes(), py::arg("heartbeat_timeout") = 0.0)
@@ -1001,3 +753,20 @@ PYBIND11_MODULE(_core, m) {
       .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
       .def("close", &PyClient::close);
 }
+
+}  // namespace psrt
+
+PYBIND11_MODULE(_core, m) {
+  using namespace psrt;
+  m.doc() = "psrt's C++ core: wire protocol, TCP transport, variable store, fused kernels.";
+  m.attr("WIRE_VERSION") = kWireVersion;
+  m.attr("HEADER_SIZE") = kHeaderSize;
+  m.attr("DEFAULT_MAX_PAYLOAD") = kDefaultMaxPayload;
+  m.attr("OPTIMIZER_STATE_SLOT") = kOptimizerStateSlot;
+
+  RegisterAuth(m);
+  RegisterKernels(m);
+  RegisterServer(m);
+  RegisterClient(m);
+}
+
