@@ -10,6 +10,6 @@ namespace psrt {
 void RegisterAuth(py::module_& m);     // py_auth.cc: sha256, hmac_sha256
 void RegisterKernels(py::module_& m);  // py_kernels.cc: kernel targets, apply_*, slot_names
 void RegisterServer(py::module_& m);   // py_server.cc: Server
-void RegisterClient(py::module_& m);   // bindings.cc, for now: Client
+void RegisterClient(py::module_& m);   // py_client.cc: Client
 
 }  // namespace psrt
