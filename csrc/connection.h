@@ -9,8 +9,6 @@
 // the handlers' per-connection state; only this connection's thread touches them.
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstddef>
