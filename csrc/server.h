@@ -4,26 +4,25 @@
 // Threads: one acceptor plus one per connection. None of them ever takes the Python GIL.
 // Replies on a connection are sent in request order. Stop() shuts every socket down, joins
 // every thread and closes the listening port, so the port can be bound again at once.
+//
+// This is the public face; the state and the parts that serve (acceptor, connections, the
+// synchronous-training lifecycle, the op handlers) are private to csrc/ (server_impl.h).
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <map>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "status.h"
-#include "store.h"
+#include "wire.h"
 
 namespace psrt {
+
+class VariableStore;
+struct ServerImpl;
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
@@ -67,9 +66,9 @@ class Server {
   static Status Create(const ServerOptions& options, std::unique_ptr<Server>* out);
   ~Server();
 
-  int port() const { return port_; }
-  int64_t incarnation() const { return incarnation_; }
-  VariableStore* store() { return &store_; }
+  int port() const;
+  int64_t incarnation() const;
+  VariableStore* store();
   // Replaces what CLUSTER_INFO answers (a server started on port 0 learns its own address
   // only once bound). InvalidArgument past 1 MiB.
   Status SetClusterDef(const std::string& cluster_def);
@@ -78,123 +77,22 @@ class Server {
   void Stop();
   // Waits up to timeout_s seconds (< 0: forever) for Stop(); true when stopped.
   bool Wait(double timeout_s);
-  bool stopped() const { return stopped_.load(); }
+  bool stopped() const;
 
   // Tasks that sent WorkerDone, as (job, task) pairs.
   std::vector<std::pair<std::string, int>> DoneWorkers() const;
   // Number of connections currently open.
   int NumConnections() const;
   // The most in-flight payload bytes held at once since the start (<= max_inflight_bytes).
-  uint64_t PeakInflightBytes() const { return budget_.peak(); }
+  uint64_t PeakInflightBytes() const;
   // Security and housekeeping events (failed authentication with the peer's address, refused
   // or idle connections closed) since the last call, oldest first; at most kMaxEvents kept.
   std::vector<std::string> TakeEvents();
   static constexpr size_t kMaxEvents = 1000;
 
  private:
-  struct Connection;
-  // The in-flight byte budget and its pool of chunk buffers (thread-safe).
-  class Budget {
-   public:
-    void Init(uint64_t capacity, size_t chunk);
-    // Waits until n bytes fit (n <= capacity) or `abort` returns true (polled every 100 ms):
-    // a buffer of n bytes, or null (aborted, or out of memory).
-    uint8_t* Acquire(size_t n, const std::function<bool()>& abort);
-    void Release(uint8_t* p, size_t n);
-    uint64_t capacity() const { return capacity_; }
-    uint64_t peak() const;
-
-   private:
-    mutable std::mutex mu_;
-    std::condition_variable cv_;
-    uint64_t capacity_ = 0;
-    uint64_t used_ = 0;
-    uint64_t peak_ = 0;
-    size_t chunk_ = 0;
-    std::vector<std::unique_ptr<uint8_t[]>> free_;  // chunk-sized buffers for reuse
-  };
-  Server() = default;
-  void AcceptLoop();
-  // accept() failed with `err` (EMFILE and the like): frees the reserve descriptor to accept
-  // one pending peer, answers its HELLO with UNAVAILABLE naming the reason, closes it and
-  // takes the reserve again.
-  void ShedPending(int err);
-  // Answers the HELLO a fresh peer is about to send with `code` and `msg`, and closes fd.
-  static void Refuse(int fd, Code code, const std::string& msg);
-  // Waits until a frame starts arriving on conn; false when the connection must close (the
-  // server stops, HELLO/AUTH took too long, or it idled past idle_timeout_s).
-  bool AwaitFrame(Connection* conn);
-  // After HELLO (no secret) or AUTH: a request connection starts a session of its task.
-  void Admit(Connection* conn);
-  void Event(const std::string& what);
-  void NoteHeartbeat(const std::string& job, int task);
-  bool HeartbeatSeen(const std::string& job, int task,
-                     std::chrono::steady_clock::time_point since) const;
-  void Serve(Connection* conn);
-  // Handles one validated frame; returns false when the connection must close.
-  bool Handle(Connection* conn, const Header& h);
-  // Sizes conn->out for the reply of a row PULL of h.count rows; ResourceExhausted past
-  // max_payload or memory.
-  Status RowReplyBuffer(Connection* conn, const Header& h, const Variable* var,
-                        size_t row_bytes);
-  // A row-sparse PULL of a hash table (rows created on first use); ids: h.count int64s.
-  bool PullTableRows(Connection* conn, const Header& h, Variable* var, const int64_t* ids);
-  // Streamed frames (larger than one chunk); each returns false when the connection must
-  // close (the peer vanished or stalled mid-frame: the chunks applied so far stay applied).
-  bool StreamPush(Connection* conn, const Header& h, Variable* var);
-  bool StreamAssign(Connection* conn, const Header& h, Variable* var);
-  bool StreamRegister(Connection* conn, const Header& h);
-  // Reads `n` payload bytes through the budget in chunks of at most chunk_bytes (whole
-  // elements of `elem` bytes) and calls use(chunk, byte offset, length) for each.
-  bool ReadChunks(Connection* conn, uint64_t n, size_t elem,
-                  const std::function<void(const uint8_t*, uint64_t, size_t)>& use);
-  bool Reply(Connection* conn, const Header& req, const Status& st, int64_t step = 0,
-             uint8_t flags = 0, uint32_t var_id = 0, const void* payload = nullptr,
-             size_t len = 0, uint32_t count = 0);
-  // Synchronous training: OutOfRange once training ended for sessions that began before.
-  Status CheckSyncOpen(const Connection* conn) const;
-  bool SyncEnded(const Connection* conn) const;
-  // Before a tagged PUSH/STEP_INCREMENT: true when it is answered without being applied:
-  // *st is Aborted when the model was initialized or restored by another connection since
-  // this one's first synchronous request; after training ended, a stale gradient is OK (not
-  // accepted) and a fresh one OutOfRange.
-  bool SyncPreamble(Connection* conn, Variable* var, int64_t tag, SyncResult* out, Status* st);
-  // The model epoch: bumped by every initialization and restore. A connection adopts it at its
-  // first synchronous request; Aborted when it changed since (the session must re-read).
-  Status CheckModelEpoch(Connection* conn);
-  bool ModelChanged(const Connection* conn) const;
-  void ModelWritten(Connection* conn);  // an init or restore on conn: bump, conn keeps up
-  Status WaitForStep(Connection* conn, Variable* var, const Header& h, SyncResult* out);
-
-  ServerOptions options_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  int wake_pipe_[2] = {-1, -1};   // written by Stop() to wake the acceptor's poll
-  int reserve_fd_ = -1;           // /dev/null, given up to shed a peer when fds run out
-  int64_t incarnation_ = 0;
-  VariableStore store_;
-  Budget budget_;
-  std::thread acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> stopped_{false};
-
-  mutable std::mutex mu_;           // guards conns_, done_, stopped condition
-  std::mutex cluster_mu_;           // guards options_.cluster_def
-  std::condition_variable stopped_cv_;
-  std::vector<std::unique_ptr<Connection>> conns_;
-  std::set<std::pair<std::string, int>> done_;
-  // Synchronous training's end: workers that finished (WorkerDone) since their last HELLO;
-  // when they leave too few to complete a step, sessions numbered <= end_session_ are ended.
-  std::set<std::pair<std::string, int>> finished_;
-  uint64_t sessions_ = 0;                       // guarded by mu_: HELLOs so far
-  std::atomic<uint64_t> end_session_{0};
-  std::atomic<uint64_t> model_epoch_{1};
-  std::string end_reason_;                      // guarded by mu_
-  std::vector<std::string> events_;             // guarded by mu_
-  size_t events_dropped_ = 0;                   // guarded by mu_
-  // Last heartbeat PING of each (job, task), guarded by mu_.
-  std::map<std::pair<std::string, int>, std::chrono::steady_clock::time_point> heartbeats_;
-  std::mutex stop_mu_;              // serializes Stop()
+  explicit Server(const ServerOptions& options);
+  std::unique_ptr<ServerImpl> impl_;
 };
 
 }  // namespace psrt

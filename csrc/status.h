@@ -1,6 +1,7 @@
 // Status: a canonical error code and a message, returned by every core function that can
 // fail. The codes are TensorFlow's canonical ones (tensorflow/core/protobuf/error_codes.proto)
-// so bindings.cc can map each one to its psrt.errors class. Thread-compatible value type.
+// so the bindings (py_convert.cc) can map each one to its psrt.errors class. Thread-compatible
+// value type.
 #pragma once
 
 #include <cstdint>

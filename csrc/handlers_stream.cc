@@ -1,0 +1,111 @@
+// Streamed frames: a dense PUSH, an ASSIGN or a REGISTER's initial value larger than one
+// chunk (chunk_bytes) is checked before a byte of it is read, then read through the in-flight
+// budget and applied chunk by chunk as it arrives: no frame size limit caps a variable.
+#include <algorithm>
+#include <string>
+
+#include "connection.h"
+#include "handlers.h"
+#include "net.h"
+#include "server_impl.h"
+
+namespace psrt {
+
+namespace {
+// The longest REGISTER spec: name, rank and dims, the fixed fields (docs/protocol.md).
+constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
+}  // namespace
+
+bool StreamPush(ServerImpl& s, Connection* conn, const Header& h, Variable* var) {
+  // Checked before a byte is read, as for a whole frame; then every chunk is applied as soon
+  // as it is in, while the next one arrives in the socket buffer.
+  KernelArgs& args = conn->stream_args;
+  Status st = var->is_sync()
+                  ? FailedPrecondition("variable '" + var->spec.name +
+                                       "' is trained synchronously (replicas_to_aggregate " +
+                                       std::to_string(var->spec.replicas_to_aggregate) +
+                                       "): push step-tagged gradients (SyncReplicasOptimizer)")
+                  : s.store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
+  if (!st.ok()) {
+    if (!conn->Discard(h.payload_len).ok()) return false;
+    return conn->Reply(h, st);
+  }
+  const size_t elem = DTypeSize(var->spec.dtype);
+  if (!conn->ReadChunks(h.payload_len, elem, [&](const uint8_t* g, uint64_t at, size_t len) {
+        s.store.ApplyDenseRange(var, args, g, static_cast<size_t>(at / elem), len / elem);
+      }))
+    return false;
+  if (h.flags & kFlagReturnValue)
+    return conn->Reply(h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+  return conn->Reply(h, st, 0, 0, var->id);
+}
+
+bool StreamAssign(ServerImpl& s, Connection* conn, const Header& h, Variable* var) {
+  if (var->SlotData(h.slot) == nullptr) {
+    if (!conn->Discard(h.payload_len).ok()) return false;
+    return conn->Reply(h, InvalidArgument("variable '" + var->spec.name + "' has " +
+                                          std::to_string(var->slots.size()) +
+                                          " optimizer slots; slot index " +
+                                          std::to_string(h.slot - 1) + " does not exist"));
+  }
+  if (!conn->ReadChunks(h.payload_len, DTypeSize(var->spec.dtype),
+                        [&](const uint8_t* b, uint64_t at, size_t len) {
+                          (void)s.store.AssignRange(var, h.slot, b, static_cast<size_t>(at), len);
+                        }))
+    return false;
+  if (h.slot == 0) {
+    s.store.MarkInitialized(var);
+    if (h.flags & kFlagInit) {  // a restore starts the synchronous state afresh
+      s.store.SyncReset(var);
+      s.sync.ModelWritten(&conn->sync);
+    }
+  }
+  return conn->Reply(h, Status::Ok(), 0, 0, var->id);
+}
+
+bool StreamRegister(ServerImpl& s, Connection* conn, const Header& h) {
+  // The spec first (at most kMaxSpecBytes), then the initial value straight into the
+  // variable's memory; it is initialized only once every byte is in.
+  const size_t head = static_cast<size_t>(std::min<uint64_t>(h.payload_len, kMaxSpecBytes));
+  uint8_t* p = conn->Small();
+  if (p == nullptr) return false;
+  if (!ReadFullWithin(conn->fd, p, head, conn->peer, s.options.stall_timeout_s).ok()) return false;
+  VarSpec spec;
+  Reader r(p, head);
+  Status st = spec.Decode(&r);
+  if (st.ok() && spec.init.kind != InitKind::kNone)
+    st = InvalidArgument("register '" + spec.name + "': a spec whose initializer runs on the "
+                         "ps task carries no value bytes; got " +
+                         std::to_string(h.payload_len - (head - r.remaining())));
+  const size_t spec_len = head - r.remaining();
+  const uint64_t want = st.ok() ? static_cast<uint64_t>(spec.NumElements()) * DTypeSize(spec.dtype)
+                                : 0;
+  if (st.ok() && h.payload_len - spec_len != want)
+    st = InvalidArgument("register '" + spec.name + "': initial value of " +
+                         std::to_string(h.payload_len - spec_len) + " bytes; expected " +
+                         std::to_string(want));
+  Variable* var = nullptr;
+  if (st.ok()) st = s.store.Register(spec, nullptr, &var);
+  if (!st.ok()) {
+    if (h.payload_len - head > s.options.max_payload) {
+      conn->Reply(h, st);
+      return false;
+    }
+    if (!conn->Discard(h.payload_len - head).ok()) return false;
+    return conn->Reply(h, st);
+  }
+  // What the spec prefix already holds of the value, then the rest in chunks.
+  const size_t have = r.remaining();
+  (void)s.store.AssignRange(var, 0, r.cursor(), 0, have);
+  if (!conn->ReadChunks(want - have, DTypeSize(spec.dtype),
+                        [&](const uint8_t* b, uint64_t at, size_t len) {
+                          (void)s.store.AssignRange(var, 0, b, static_cast<size_t>(have + at),
+                                                    len);
+                        }))
+    return false;
+  s.store.FinishInit(var);
+  s.sync.ModelWritten(&conn->sync);
+  return conn->Reply(h, Status::Ok(), 0, kFlagInitialized, var->id);
+}
+
+}  // namespace psrt

@@ -1,0 +1,85 @@
+// psrt._core.Server: a ps task's Server (server.h) owned by a Python object. Create, Stop and
+// Wait run with the GIL released; the accessors only read.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "py_convert.h"
+#include "py_register.h"
+#include "server.h"
+#include "store.h"
+
+namespace psrt {
+
+namespace {
+
+class PyServer {
+ public:
+  PyServer(const std::string& host, int port, const std::string& job, int task,
+           uint64_t max_payload, const py::bytes& secret, double hello_timeout,
+           double idle_timeout, int max_connections, uint64_t chunk_bytes,
+           uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def) {
+    ServerOptions o;
+    o.cluster_def = cluster_def;
+    o.host = host;
+    o.port = port;
+    o.job = job;
+    o.task = task;
+    o.max_payload = max_payload;
+    o.secret = secret;
+    o.hello_timeout_s = hello_timeout;
+    o.idle_timeout_s = idle_timeout;
+    o.max_connections = max_connections;
+    o.chunk_bytes = chunk_bytes;
+    o.max_inflight_bytes = max_inflight_bytes;
+    o.stall_timeout_s = stall_timeout;
+    Check(WithoutGil([&] { return Server::Create(o, &server_); }));
+  }
+  int port() const { return server_->port(); }
+  int64_t incarnation() const { return server_->incarnation(); }
+  void stop() {
+    WithoutGil([&] { server_->Stop(); });
+  }
+  bool wait(double timeout_s) {
+    return WithoutGil([&] { return server_->Wait(timeout_s); });
+  }
+  bool stopped() const { return server_->stopped(); }
+  std::vector<std::pair<std::string, int>> done_workers() const { return server_->DoneWorkers(); }
+  int num_connections() const { return server_->NumConnections(); }
+  size_t num_variables() const { return server_->store()->size(); }
+  std::vector<std::string> take_events() { return server_->TakeEvents(); }
+  uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
+  void set_cluster_def(const std::string& def) { Check(server_->SetClusterDef(def)); }
+
+ private:
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace
+
+void RegisterServer(py::module_& m) {
+  py::class_<PyServer>(m, "Server")
+      .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
+                    double, double, int, uint64_t, uint64_t, double, const std::string&>(),
+           py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
+           py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
+           py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
+           py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{512} << 10,
+           py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
+           py::arg("cluster_def") = std::string())
+      .def_property_readonly("port", &PyServer::port)
+      .def_property_readonly("incarnation", &PyServer::incarnation)
+      .def_property_readonly("stopped", &PyServer::stopped)
+      .def("stop", &PyServer::stop)
+      .def("wait", &PyServer::wait, py::arg("timeout"))
+      .def("done_workers", &PyServer::done_workers)
+      .def("num_connections", &PyServer::num_connections)
+      .def("num_variables", &PyServer::num_variables)
+      .def("take_events", &PyServer::take_events)
+      .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
+      .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"));
+}
+
+}  // namespace psrt
