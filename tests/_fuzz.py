@@ -1363,7 +1363,7 @@ class Fuzzer:
 
     def _table_expect(self, s: Sent) -> int | None:
         """The answer to a frame at a target table that passed the per-op checks, from what
-        the table holds (server.cc Handle, store.cc, table.cc); None when it is not known."""
+        the table holds (dispatch.cc and handlers_*.cc, store.cc, table.cc); None when it is not known."""
         var = s.var
         assert var is not None
         tm = self.tables[var.var_id]
