@@ -26,28 +26,9 @@ from psrt.framework.ops import (
     get_default_graph,
 )
 from psrt.framework.tensor import TensorOperators
-from psrt.ops.init_ops import (  # noqa: F401  (TF's initializer names, re-exported)
-    Constant,
-    GlorotNormal,
-    GlorotUniform,
+from psrt.ops.init_ops import (
     Initializer,
-    Ones,
-    RandomNormal,
-    RandomUniform,
-    TruncatedNormal,
-    VarianceScaling,
-    Zeros,
-    _PartitionInfo,
-    constant_initializer,
-    glorot_normal_initializer,
-    glorot_uniform_initializer,
     initial_value,
-    ones_initializer,
-    random_normal_initializer,
-    random_uniform_initializer,
-    truncated_normal_initializer,
-    variance_scaling_initializer,
-    zeros_initializer,
 )
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/]*$")
