@@ -40,6 +40,9 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
     except (TypeError, ValueError) as e:
         raise TypeError(f"Expected {_dtypes.as_dtype(dt).name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead ({e}).") from None
+    if dt.kind == "O":   # tf.string: bytes, as TF's
+        arr = np.vectorize(lambda v: v.encode() if isinstance(v, str) else v,
+                           otypes=[object])(arr) if arr.size else arr
     if dt.kind in "iu" and np.asarray(value).dtype.kind == "f" and \
             not np.array_equal(arr, np.asarray(value)):
         raise TypeError(f"Expected {_dtypes.as_dtype(dt).name}, got {value!r} of type "

@@ -36,7 +36,7 @@ def group(*inputs: Any, **kwargs: Any) -> Operation:
     flat: list[Any] = []
 
     def walk(x: Any) -> None:
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, _pytuple)):
             for v in x:
                 walk(v)
         elif isinstance(x, dict):
