@@ -311,6 +311,9 @@ def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool | None = None
     Raises:
         ValueError: both spellings of one argument; an axis out of range.
     """
+    if not _lib.is_graph_value(input_tensor):   # arrays (inside @psrt.function): a value
+        return _nn.reduce_sum(input_tensor, axis, keepdims, name, reduction_indices,
+                              keep_dims)
     x, a, keep = _reduction_args(input_tensor, axis, keepdims, reduction_indices, keep_dims)
     return _with_shape(_nn.reduce_sum(x, a, keep, name), x, a, keep, _lib.static_dtype(x))
 
@@ -321,6 +324,9 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool | None = Non
     """Mean over ``axis``, as ``tf.reduce_mean``: float32 stays float32; an integer mean
     truncates toward zero and keeps the integer dtype, as TF's. Arguments as
     :func:`reduce_sum`."""
+    if not _lib.is_graph_value(input_tensor):   # arrays (inside @psrt.function): a value
+        return _nn.reduce_mean(input_tensor, axis, keepdims, name, reduction_indices,
+                               keep_dims)
     x, a, keep = _reduction_args(input_tensor, axis, keepdims, reduction_indices, keep_dims)
     dt = _lib.static_dtype(x)
     if dt is not None and np.dtype(dt).kind in "iu":
@@ -487,13 +493,17 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
            b_is_sparse: bool = False, name: str | None = None) -> Tensor:
     """The matrix product of the last two dimensions, as ``tf.matmul``, with psrt.nn's
-    fused gradient (``psrt/ops/nn_ops.py``); static shape ``[..., m, n]``.
+    fused gradient (``psrt/ops/nn_ops.py``); static shape ``[..., m, n]``. Given arrays
+    only (inside a ``@psrt.function``) it returns the product itself, as
+    :func:`reduce_sum` and :func:`reduce_mean` do.
 
     Raises:
         ValueError: known inner dimensions that differ (TF's message).
     """
-    a = a if _lib.is_graph_value(a) else constant(a)
-    b = b if _lib.is_graph_value(b) else constant(b)
+    if not (_lib.is_graph_value(a) or _lib.is_graph_value(b)):
+        # Arrays (inside @psrt.function, traced by autograd): the product, as before.
+        return _nn.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b, a_is_sparse,
+                          b_is_sparse, name)
     t = _nn.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b, a_is_sparse,
                    b_is_sparse, name)
     sa, sb = _lib.static_shape(a), _lib.static_shape(b)
