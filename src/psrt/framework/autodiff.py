@@ -56,6 +56,9 @@ class Plan:
                 self.nodes.append(node)
                 continue
             stack.append((node, True))
+            for c in node.control_inputs:   # control_dependencies: computed first
+                if isinstance(c, Node) and id(c) not in seen:
+                    stack.append((c, False))
             for x in reversed(node.inputs):
                 if isinstance(x, Tensor):
                     if id(x.op) not in seen:
@@ -92,7 +95,7 @@ def missing_feed(p: Tensor) -> errors.InvalidArgumentError:
     """TF's error for an unfed placeholder (``tensorflow/core/kernels/placeholder_op.cc``)."""
     dt = p.dtype
     dname = _dtypes.TF_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
-    shape = "" if p.shape is None else f" and shape {_shape_str(p.shape)}"
+    shape = "" if p._shape is None else f" and shape {_shape_str(p._shape)}"
     return errors.InvalidArgumentError(
         None, None, f"You must feed a value for placeholder tensor '{p.op.name}' with dtype "
         f"{dname}{shape}")
@@ -107,12 +110,12 @@ def convert_feed(p: Tensor, value: Any) -> Any:
             np.asarray(value, dtype=p.dtype)
     else:
         arr = np.asarray(value)
-    if p.shape is not None:
-        ok = arr.ndim == len(p.shape) and all(d is None or d == n
-                                               for d, n in zip(p.shape, arr.shape))
+    if p._shape is not None:
+        ok = arr.ndim == len(p._shape) and all(d is None or d == n
+                                                for d, n in zip(p._shape, arr.shape))
         if not ok:
             raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
-                             f"'{p.name}', which has shape '{_shape_tuple_str(p.shape)}'")
+                             f"'{p.name}', which has shape '{_shape_tuple_str(p._shape)}'")
     return arr
 
 
@@ -377,11 +380,15 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
     grads = [cotangents.get(id(v)) for v in diff_vars]
     out = []
     for v, g in zip(diff_vars, grads):
+        # A tensor's gradient (tf.gradients with respect to a Tensor) has its value's shape.
+        dt = v.dtype if v.dtype is not None else None
         if g is None:
-            out.append(np.zeros(np.shape(var_values[id(v)]), v.dtype))
+            src = var_values[id(v)] if id(v) in var_values else vals[id(v)]
+            out.append(np.zeros(np.shape(src), dt if dt is not None else np.asarray(src).dtype))
         else:
             g = np.asarray(g)
+            dt = dt if dt is not None else g.dtype
             # np.require keeps a 0-d gradient 0-d (np.ascontiguousarray makes it 1-d).
-            out.append(g if g.dtype == v.dtype and g.flags.c_contiguous
-                       else np.require(g, v.dtype, "C"))
+            out.append(g if g.dtype == dt and g.flags.c_contiguous
+                       else np.require(g, dt, "C"))
     return value, out

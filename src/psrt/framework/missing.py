@@ -21,10 +21,8 @@ MISSING: dict[tuple[str, str], str] = {
                         "and compute the layer in numpy",
     ("psrt", "data"): "psrt has no tf.data; feed numpy batches through feed_dict (e.g. "
                       "psrt.datasets.mnist's next_batch) or a psrt.train.QueueRunner",
-    ("psrt", "gradients"): "return the gradients from the loss function given to minimize",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
     ("psrt", "while_loop"): "use a Python loop over numpy values",
-    ("psrt", "cond"): "use a Python if over numpy values",
     ("psrt", "app"): "use argparse (or absl.app) for flags",
     ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",

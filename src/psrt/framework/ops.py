@@ -85,6 +85,7 @@ class Graph:
         self._finalized = False
         self._seed: int | None = None
         self._last_op_seed = 0
+        self._has_control_deps = False  # a control_dependencies block was opened
         self._scopes = threading.local()  # name and variable scope stacks, per thread
 
     @property
@@ -198,8 +199,113 @@ class Graph:
         return self._finalized
 
     def as_default(self) -> "_DefaultGraph":
-        """Context manager making this the default graph in the current thread."""
+        """Context manager making this the default graph in the current thread, as
+        ``tf.Graph.as_default``: ops and variables created in the block belong to it."""
         return _DefaultGraph(self)
+
+    # ---- control dependencies ---------------------------------------------------------
+
+    def _control_stack(self) -> list[list[Any]]:
+        stack = getattr(self._scopes, "control", None)
+        if stack is None:
+            stack = self._scopes.control = []
+        return stack
+
+    def _control_inputs(self) -> list[Any]:
+        """What an op created now must wait for: every open ``control_dependencies`` block's
+        inputs, outermost first (a ``None`` block clears the outer ones, as TF)."""
+        stack = getattr(self._scopes, "control", None)
+        if not stack:
+            return []
+        out: list[Any] = []
+        for deps in stack:
+            if deps is None:
+                out = []
+            else:
+                out.extend(d for d in deps if all(d is not o for o in out))
+        return out
+
+    def control_dependencies(self, control_inputs: Any) -> "_ControlDependencies":
+        """A context manager: every op created in the block runs after ``control_inputs``
+        in any run that runs it, as ``tf.Graph.control_dependencies``
+        (tensorflow/python/framework/ops.py). ``control_inputs`` are Operations (train
+        ops, assignments, ``group``), Tensors (their ops are computed first) or Variables
+        (their values are read), or None to clear the enclosing blocks' dependencies.
+
+        Raises:
+            TypeError: an input that is none of these (TF's message).
+        """
+        if control_inputs is None:
+            return _ControlDependencies(self, None)
+        deps: list[Any] = []
+        for c in control_inputs:
+            op = getattr(c, "op", None)
+            target = op if op is not None and not isinstance(c, VariableBase) else c
+            if not (isinstance(target, Operation) or hasattr(target, "outputs")
+                    or isinstance(c, VariableBase)):
+                raise TypeError(f"Can not convert a {type(c).__name__} into a Tensor or "
+                                f"Operation.")
+            deps.append(target)
+        if deps:
+            self._has_control_deps = True
+        return _ControlDependencies(self, deps)
+
+    # ---- lookups by name --------------------------------------------------------------
+
+    def get_operation_by_name(self, name: str) -> Any:
+        """The op named ``name`` (a placeholder's or another graph op's node, or a
+        variable), as ``tf.Graph.get_operation_by_name``.
+
+        Raises:
+            KeyError: no op of that name (TF's message).
+            ValueError: ``name`` is a tensor name (``"x:0"``).
+        """
+        if ":" in name:
+            raise ValueError(f"Name '{name}' appears to refer to a Tensor, not a Operation.")
+        node = getattr(self, "_psrt_nodes", {}).get(name)
+        if node is None:
+            node = self._by_name.get(name)
+        if node is None:
+            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
+        return node
+
+    def get_tensor_by_name(self, name: str) -> Any:
+        """The tensor named ``name`` (``"<op>:<index>"``), as
+        ``tf.Graph.get_tensor_by_name``; a variable's ``"W:0"`` gives the variable.
+
+        Raises:
+            ValueError: ``name`` has no ``:<index>`` (TF's message).
+            KeyError: no such op, or the op has no output of that index.
+        """
+        op_name, _, index = name.rpartition(":")
+        if not op_name or not index.isdigit():
+            raise ValueError(f"The name '{name}' looks a like an Operation name, but is not "
+                             f"a valid Tensor name; Tensor names must be of the form "
+                             f"\"<op_name>:<output_index>\".")
+        node = getattr(self, "_psrt_nodes", {}).get(op_name)
+        if node is None:
+            var = self._by_name.get(op_name)
+            if var is not None and index == "0":
+                return var
+            raise KeyError(f"The name '{name}' refers to a Tensor which does not exist. The "
+                           f"operation, '{op_name}', does not exist in the graph.")
+        if int(index) >= len(node.outputs):
+            raise KeyError(f"The name '{name}' refers to a Tensor which does not exist. The "
+                           f"operation, '{op_name}', exists but only has "
+                           f"{len(node.outputs)} outputs.")
+        return node.outputs[int(index)]
+
+
+class _ControlDependencies:
+    def __init__(self, graph: Graph, deps: list[Any] | None) -> None:
+        self._graph = graph
+        self._deps = deps
+
+    def __enter__(self) -> None:
+        self._graph._control_stack().append(self._deps)  # type: ignore[arg-type]
+
+    def __exit__(self, *exc: object) -> None:
+        self._graph._control_stack().pop()
 
 
 class _DefaultGraph:
@@ -278,6 +384,8 @@ class Operation:
         self.variables = list(variables)
         self.value = value
         self.name = name or type
+        # Run before this op in a run that runs it (``control_dependencies``).
+        self.control_inputs: list[Any] = list(get_default_graph()._control_inputs())
 
     def __repr__(self) -> str:
         return f"<psrt.Operation '{self.name}' type={self.type} on {len(self.variables)} variables>"
@@ -289,6 +397,13 @@ def name_scope(name: str | None, default_name: str | None = None,
     :meth:`Graph.name_scope`): it prefixes the names of ``psrt.Variable`` objects, not those
     of :func:`get_variable`'s variables, as in TF. Yields the scope's name ending in ``/``."""
     return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def control_dependencies(control_inputs: Any) -> Any:
+    """``get_default_graph().control_dependencies(control_inputs)``, as
+    ``tf.control_dependencies``: ops created in the block run after ``control_inputs``
+    (e.g. a train op after the ``UPDATE_OPS``). See :meth:`Graph.control_dependencies`."""
+    return get_default_graph().control_dependencies(control_inputs)
 
 
 def get_collection(key: str, scope: str | None = None) -> list[Any]:

@@ -50,6 +50,7 @@ import numpy as np
 
 from psrt.framework import dtypes as _dtypes
 from psrt.framework.ops import Graph, VariableBase, get_default_graph
+from psrt.framework.tensor_shape import TensorShape, as_shape, broadcast_static
 
 
 def _shape_str(shape: tuple[int | None, ...] | None) -> str:
@@ -81,7 +82,7 @@ class Node:
     """
 
     __slots__ = ("name", "type", "inputs", "func", "outputs", "graph", "_single",
-                 "_dtypes", "vjp", "__weakref__")
+                 "_dtypes", "vjp", "control_inputs", "__weakref__")
 
     def __init__(self, type: str, name: str, graph: Graph, inputs: Sequence[Any] = (),
                  func: Callable[..., Any] | None = None) -> None:
@@ -99,7 +100,15 @@ class Node:
         # ``grad_fn(dy)`` returns one gradient (or None) per argument. Without one, minimize
         # differentiates ``func`` by tracing it with autograd.
         self.vjp: Callable[..., Any] | None = None
+        # What must run before this op in a run (``tf.control_dependencies``): other ops'
+        # nodes (computed first by the plan) and Operations (run first by the executor).
+        self.control_inputs: list[Any] = list(graph._control_inputs())
         nodes_of(graph)[name] = self
+
+    @property
+    def node_def_name(self) -> str:
+        """The op's name (TF's ``Operation.name``)."""
+        return self.name
 
     def __repr__(self) -> str:
         return f"<psrt op '{self.name}' type={self.type}>"
@@ -120,6 +129,14 @@ class TensorOperators:
         args = [other, self] if reverse else [self, other]
         t = py_func(fn, args, None, name=_op_name(sym))
         t.op.vjp = _OPERATOR_VJPS.get(sym)
+        if sym != "MatMul":
+            # The static dtype and shape (TF's shape inference): the graph operand's dtype,
+            # numpy's broadcast of the shapes.
+            t.dtype = self.dtype
+            try:
+                t.shape = broadcast_static(_static_shape(args[0]), _static_shape(args[1]))
+            except ValueError as e:
+                raise ValueError(f"{sym}: {e}") from None
         return t
 
     def __add__(self, other: Any) -> "Tensor":
@@ -158,6 +175,8 @@ class TensorOperators:
     def __neg__(self) -> "Tensor":
         t = py_func(_ops.neg, [self], None, name=_op_name("Neg"))
         t.op.vjp = _neg_vjp
+        t.dtype = self.dtype
+        t.shape = _static_shape(self)
         return t
 
 
@@ -176,15 +195,33 @@ class Tensor(TensorOperators):
         shape: tuple of int or None per dimension, or None (unknown rank).
     """
 
-    __slots__ = ("op", "value_index", "dtype", "shape", "_plans", "__weakref__")
+    __slots__ = ("op", "value_index", "dtype", "_shape", "_plans", "__weakref__")
 
     def __init__(self, op: Node, value_index: int, dtype: np.dtype | None,
-                 shape: tuple[int | None, ...] | None) -> None:
+                 shape: Any) -> None:
         self.op = op
         self.value_index = value_index
         self.dtype = dtype
         self.shape = shape
         self._plans: dict[Any, Any] = {}
+
+    @property
+    def shape(self) -> TensorShape:
+        """The static shape, a :class:`psrt.TensorShape` (TF's ``Tensor.shape``): None
+        sizes are known only at run time; ``TensorShape(None)``: unknown rank."""
+        return TensorShape(self._shape)
+
+    @shape.setter
+    def shape(self, shape: Any) -> None:
+        self._shape = as_shape(shape)._as_tuple()
+
+    def set_shape(self, shape: Any) -> None:
+        """Narrows the static shape to ``shape``, as ``tf.Tensor.set_shape``.
+
+        Raises:
+            ValueError: ``shape`` is not compatible with the current one.
+        """
+        self.shape = self.shape.merge_with(shape)
 
     @property
     def name(self) -> str:
@@ -196,9 +233,9 @@ class Tensor(TensorOperators):
         """The :class:`psrt.Graph` it belongs to."""
         return self.op.graph
 
-    def get_shape(self) -> tuple[int | None, ...] | None:
-        """The declared shape (None entries: any size; None: unknown rank)."""
-        return self.shape
+    def get_shape(self) -> TensorShape:
+        """The static shape (``self.shape``), as ``tf.Tensor.get_shape``."""
+        return TensorShape(self._shape)
 
     def eval(self, feed_dict: dict[Any, Any] | None = None, session: Any = None) -> Any:
         """``session.run(self, feed_dict)``, as ``tf.Tensor.eval``.
@@ -222,10 +259,18 @@ class Tensor(TensorOperators):
 
     def __repr__(self) -> str:
         dtype = self.dtype.name if self.dtype is not None else "?"
-        return f"<psrt.Tensor '{self.name}' shape={_shape_tuple_str(self.shape)} dtype={dtype}>"
+        return f"<psrt.Tensor '{self.name}' shape={_shape_tuple_str(self._shape)} dtype={dtype}>"
 
 
 _ops = operator
+
+
+def _static_shape(x: Any) -> TensorShape:
+    if isinstance(x, Tensor):
+        return TensorShape(x._shape)
+    if isinstance(x, VariableBase):
+        return TensorShape(tuple(x.shape))
+    return TensorShape(np.shape(x))
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:

@@ -377,7 +377,7 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
         if ids.dtype is not None and ids.dtype.kind not in "iu":
             raise TypeError(f"ids must be integers; got tensor {ids.name} of dtype {ids.dtype}")
         ids_in: Any = ids
-        ids_shape = ids.shape
+        ids_shape = ids._shape
     else:
         ids_in = np.asarray(ids)
         if ids_in.dtype.kind not in "iu":

@@ -14,6 +14,7 @@ import numpy as np
 
 from psrt.framework import errors
 from psrt.framework import tensor as _graph
+from psrt.framework.tensor_shape import TensorShape
 
 # TF1's tf.nn embedding names (psrt/ops/embedding_ops.py): Variables, PartitionedVariables and
 # lists of variables, ids fed per run, row-sparse gradients.
@@ -46,7 +47,30 @@ class _Stash(threading.local):
 _stash = _Stash()
 
 
-def _fused(fwd: Callable[..., Any]) -> Callable[..., Any]:
+def _static_of(x: Any) -> tuple[Any, Any]:
+    """(dtype, static shape) of a graph value or constant; (None, None) when unknown."""
+    if isinstance(x, _graph.Tensor):
+        return x.dtype, x.shape
+    if _graph._is_graph_value(x):
+        return x.dtype, tuple(x.shape)
+    a = np.asarray(x)
+    return a.dtype, a.shape
+
+
+def _like(i: int, drop_last: bool = False) -> Callable[[Sequence[Any]], tuple[Any, Any]]:
+    """A static rule: the dtype and shape of input ``i`` (without its last dimension)."""
+    def rule(inputs: Sequence[Any]) -> tuple[Any, Any]:
+        dt, shape = _static_of(inputs[i])
+        if drop_last and shape is not None:
+            shape = TensorShape(shape)
+            shape = shape[:-1] if shape.ndims else shape
+        return dt, shape
+    return rule
+
+
+def _fused(fwd: Callable[..., Any],
+           static: Callable[[Sequence[Any]], tuple[Any, Any]] | None = None
+           ) -> Callable[..., Any]:
     """``apply(name, inputs, **settings)`` for the forward function ``fwd``: a graph Tensor
     when an input is a graph value, else the value (an autograd primitive)."""
     from autograd.extend import defvjp_argnums, primitive  # noqa: PLC0415
@@ -75,6 +99,8 @@ def _fused(fwd: Callable[..., Any]) -> Callable[..., Any]:
             t = _graph.py_func(lambda *a: fwd(_ALL, *a, **settings)[0], list(inputs), None,
                                name=name)
             t.op.vjp = functools.partial(fwd, **settings) if settings else fwd
+            if static is not None:   # TF's shape inference: static dtype and shape
+                t.dtype, t.shape = static(inputs)
             return t
         return prim(*inputs, **settings)
     return apply
@@ -128,7 +154,7 @@ def _softmax_xent(needs: Any, labels: Any, logits: Any, axis: int, labels_grad: 
     return loss, grad
 
 
-_softmax_xent_op = _fused(_softmax_xent)
+_softmax_xent_op = _fused(_softmax_xent, _like(1, True))
 
 
 def softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
@@ -203,7 +229,7 @@ def _sparse_xent(needs: Any, labels: Any, logits: Any) -> Any:
     return loss, grad
 
 
-_sparse_xent_op = _fused(_sparse_xent)
+_sparse_xent_op = _fused(_sparse_xent, _like(1, True))
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
@@ -247,7 +273,7 @@ def _sigmoid_xent(needs: Any, labels: Any, logits: Any) -> Any:
     return loss, grad
 
 
-_sigmoid_xent_op = _fused(_sigmoid_xent)
+_sigmoid_xent_op = _fused(_sigmoid_xent, _like(1))
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
@@ -271,7 +297,7 @@ def _relu(needs: Any, x: Any) -> Any:
     return y, lambda dy: (dy * (x > 0),)
 
 
-_relu_op = _fused(_relu)
+_relu_op = _fused(_relu, _like(0))
 
 
 def relu(features: Any, name: str | None = None) -> Any:
@@ -286,7 +312,7 @@ def _sigmoid(needs: Any, x: Any) -> Any:
     return y, lambda dy: (dy * y * (1 - y),)
 
 
-_sigmoid_op = _fused(_sigmoid)
+_sigmoid_op = _fused(_sigmoid, _like(0))
 
 
 def sigmoid(x: Any, name: str | None = None) -> Any:
@@ -300,7 +326,7 @@ def _tanh(needs: Any, x: Any) -> Any:
     return y, lambda dy: (dy * (1 - y * y),)
 
 
-_tanh_op = _fused(_tanh)
+_tanh_op = _fused(_tanh, _like(0))
 
 
 def tanh(x: Any, name: str | None = None) -> Any:
@@ -313,7 +339,7 @@ def _softmax(needs: Any, logits: Any, axis: int) -> Any:
     return y, lambda dy: ((dy - np.sum(dy * y, axis=axis, keepdims=True)) * y,)
 
 
-_softmax_op = _fused(_softmax)
+_softmax_op = _fused(_softmax, _like(0))
 
 
 def softmax(logits: Any, axis: int | None = None, name: str | None = None,
@@ -328,7 +354,7 @@ def _log_softmax_fwd(needs: Any, logits: Any, axis: int) -> Any:
     return y, lambda dy: (dy - p * np.sum(dy, axis=axis, keepdims=True),)
 
 
-_log_softmax_op = _fused(_log_softmax_fwd)
+_log_softmax_op = _fused(_log_softmax_fwd, _like(0))
 
 
 def log_softmax(logits: Any, axis: int | None = None, name: str | None = None,
@@ -351,7 +377,7 @@ def _bias_add(needs: Any, value: Any, bias: Any, channel: int) -> Any:
         lambda dy: (dy if 0 in needs else None, dy.sum(axis=axes) if 1 in needs else None)
 
 
-_bias_add_op = _fused(_bias_add)
+_bias_add_op = _fused(_bias_add, _like(0))
 
 
 def bias_add(value: Any, bias: Any, data_format: str | None = None,

@@ -25,7 +25,8 @@ from psrt.framework.ops import (
     VariableBase,
     get_default_graph,
 )
-from psrt.framework.tensor import TensorOperators
+from psrt.framework import autodiff as _autodiff
+from psrt.framework.tensor import Tensor, TensorOperators
 from psrt.ops.init_ops import (
     Initializer,
     initial_value,
@@ -115,6 +116,8 @@ class Variable(VariableBase, TensorOperators):
         # An initializer computed on the ps task (psrt.init_ops): its spec, the value never
         # built here.
         self._init_spec: dict[str, Any] | None = None
+        if isinstance(initial_value, Tensor):
+            initial_value = _tensor_initial_value(initial_value, self._name)
         on_ps = _ps_initializer_call(initial_value, dtype)
         if on_ps is not None:
             self._init_spec, shape_, dt_ = on_ps
@@ -354,3 +357,24 @@ def _flatten(var_list: Iterable[Any]) -> list[Variable]:
 # ---- global step ---------------------------------------------------------------------------
 
 
+def _tensor_initial_value(t: Tensor, name: str) -> Callable[[], Any]:
+    """A Tensor initial value (``tf.Variable(tf.truncated_normal([784, 10]))``) as the
+    function computing it here, at each initialization (a random op draws anew, as TF's
+    initializer op runs again).
+
+    Raises:
+        ValueError: the tensor reads variables or placeholders (psrt computes initial values
+            before the variables exist on the ps).
+    """
+    plan = _autodiff.Plan([t])
+    if plan.variables or plan.run_inputs or any(not p.op.inputs for p in plan.placeholders):
+        raise ValueError(f"initial value of variable '{name}' ({t.name}) reads variables or "
+                         f"placeholders; psrt computes initial values from constants and "
+                         f"random ops only: initialize it with a numpy value or an "
+                         f"initializer, then assign")
+
+    def compute() -> Any:
+        memo: dict[int, Any] = {}
+        _autodiff.evaluate(plan, {}, {}, memo)
+        return np.array(memo[id(t)])
+    return compute

@@ -117,6 +117,15 @@ class Executor:
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, str):
                 leaf = leaves[i] = self._by_name(leaf)
+        # control_dependencies: the ops a fetch waits for run first in this run, and the
+        # tensors and variables it waits for are computed and read (results dropped).
+        before = _control_leaves(leaves, feeds) if self._host._graph._has_control_deps else []
+        extra = len(before)
+        if extra:
+            leaves = before + leaves
+            computed = [(i + extra, leaf, inputs, start + extra)
+                        for i, leaf, inputs, start in computed]
+        for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 tensors.append(leaf)
             elif isinstance(leaf, TrainOp) and leaf.loss is not None:
@@ -168,7 +177,7 @@ class Executor:
         for i, leaf, inputs, start in reversed(computed):
             results[i] = leaf._psrt_compute(
                 inputs.build(results[start:start + len(inputs.leaves)]), feeds)
-        return fetch.build(results[:len(leaves)])
+        return fetch.build(results[extra:len(leaves)])
 
     def _feeds(self, feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
         """``feed_dict`` keyed by name; a placeholder's value converted to its dtype and
@@ -737,3 +746,39 @@ def _wire_dtype_of(v: Any) -> np.dtype:
     """The dtype of ``v``'s values on the ps (a variable's or slot's ``_wire_dtype``)."""
     return getattr(v, "_wire_dtype", v.dtype)
 
+
+def _control_leaves(leaves: list[Any], feeds: dict[str, Any]) -> list[Any]:
+    """What the fetches wait for through ``control_dependencies``, in the order to run:
+    Operations (train ops, assignments, groups) and the tensors or variables the
+    dependencies name, each before what depends on it; none of them is a fetch itself."""
+    out: list[Any] = []
+    seen: set[int] = {id(x) for x in leaves}
+    done: set[int] = set()
+
+    def deps_of(x: Any) -> list[Any]:
+        if isinstance(x, Tensor):
+            found: list[Any] = []
+            for node in _autodiff.Plan([x], feeds).nodes:
+                found.extend(c for c in node.control_inputs if not isinstance(c, _graph.Node))
+            return found
+        if isinstance(x, _graph.Node):
+            return [t for t in x.outputs[:1]] + list(x.control_inputs)
+        return list(getattr(x, "control_inputs", ()))
+
+    def visit(x: Any, is_leaf: bool) -> None:
+        if id(x) in done:
+            return
+        done.add(id(x))
+        for d in deps_of(x):
+            if isinstance(d, _graph.Node):
+                d = d.outputs[0] if d.outputs else None
+                if d is None:
+                    continue
+            visit(d, False)
+        if not is_leaf and id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    for leaf in leaves:
+        if leaf is not None and not isinstance(leaf, str):
+            visit(leaf, True)
+    return out
