@@ -257,6 +257,94 @@ def test_separate_output_files_keep_each_stream_whole_and_in_order():
             assert [int(n) for n in lines] == list(range(first, 200, 2)), (task, stream)
 
 
+def _task_lines(job: str, index: int) -> list[str]:
+    """What launch_task.py's "interleave" mode writes, in order, on both streams."""
+    lines = [f"job={job} index={index}", "ready"] + [f"line {i}" for i in range(200)]
+    return lines + ([f"worker {index} done"] if job == "worker" else [])
+
+
+def test_log_dir_writes_one_complete_file_per_task(tmp_path):
+    logs = tmp_path / "logs" / "job1"  # created by the launcher
+    result = _launch("--ps", "1", "--workers", "2", "--log-dir", str(logs), str(TASK),
+                     "interleave")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in logs.iterdir()) == ["ps0.log", "worker0.log", "worker1.log"]
+    for job, index in (("ps", 0), ("worker", 0), ("worker", 1)):
+        text = (logs / f"{job}{index}.log").read_text()
+        lines = text.splitlines()
+        assert re.fullmatch(r"pid=\d+ " + _task_lines(job, index)[0], lines[0]), lines[0]
+        # stdout and stderr in the order written, unprefixed, whole (the unterminated last
+        # line of a worker too); a ps task's last line is its SIGTERM exit.
+        assert lines[1:] == _task_lines(job, index)[1:], (job, index, text)
+        assert text.endswith("\n")
+    # Nothing of the tasks on the console: only the launcher's own lines.
+    assert result.stdout == ""
+    _prefixed(result.stderr)
+    assert not re.search(r"^\[(ps|worker)\d\]", result.stderr, re.MULTILINE), result.stderr
+    assert f"each task's output goes to {logs}/<task>.log" in result.stderr
+    _assert_all_gone(result.stderr, {"ps0", "worker0", "worker1"})
+
+
+def test_log_dir_with_tee_and_a_tasks_filter(tmp_path):
+    logs = tmp_path / "logs"
+    result = _launch("--ps", "2", "--workers", "2", "--log-dir", str(logs), "--tee",
+                     "--tasks-filter", "worker:0,ps", str(TASK), "interleave",
+                     merge_stderr=True)
+    assert result.returncode == 0, result.stdout
+    _prefixed(result.stdout)
+    for job, index in (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)):
+        name = f"{job}{index}"
+        assert (logs / f"{name}.log").read_text().splitlines()[1:] == \
+            _task_lines(job, index)[1:], name
+        printed = re.findall(rf"^\[{name}\] (.*)$", result.stdout, re.MULTILINE)
+        if name == "worker1":
+            assert printed == [], result.stdout  # filtered out of the console, still logged
+        else:
+            assert printed[1:] == _task_lines(job, index)[1:], (name, result.stdout)
+
+
+def test_tasks_filter_without_log_dir_says_what_it_hides():
+    result = _launch("--ps", "1", "--workers", "2", "--tasks-filter", "worker:1", str(TASK),
+                     "ok")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[worker1] ready" in result.stderr and "[worker0]" not in result.stdout
+    assert "[ps0]" not in result.stdout + result.stderr.replace("ps0 (pid", "")
+    assert ("not printing the output of ps0, worker0 (--tasks-filter); --log-dir keeps it"
+            in result.stderr)
+
+
+def test_version_and_the_worker_count_in_words():
+    result = _launch("--version")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"psrt-launch {psrt.__version__}\n"
+    env_less = {k: v for k, v in _env().items() if k not in launch._THREAD_ENV_VARS}
+    proc = subprocess.run([sys.executable, "-m", "psrt.launch", "--workers", "1", str(TASK),
+                           "ok"], env=env_less, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    cpus = os.cpu_count() or 1
+    assert (f"OMP_NUM_THREADS={cpus} for every task ({cpus} CPU{'' if cpus == 1 else 's'}, "
+            f"1 worker);") in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--tee"], "--tee copies the --log-dir files to the console; give --log-dir DIR too"),
+    (["--tasks-filter", "evaluator"], "--tasks-filter item 'evaluator': no job 'evaluator'; "
+                                      "the jobs are ['ps', 'worker']"),
+    (["--workers", "2", "--tasks-filter", "ps,worker:2"],
+     "--tasks-filter item 'worker:2': worker has tasks 0 to 1 (--workers 2)"),
+    (["--tasks-filter", "ps:x"], "--tasks-filter item 'ps:x': ps has tasks 0 to 0 (--ps 1)"),
+])
+def test_log_option_errors(capsys, argv, message):
+    assert message in _usage_error(capsys, argv + [str(TASK), "ok"])
+
+
+def test_log_dir_that_cannot_be_created(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    err = _usage_error(capsys, ["--log-dir", str(blocker / "logs"), str(TASK), "ok"])
+    assert f"cannot create --log-dir {str(blocker / 'logs')!r}: Not a directory" in err
+
+
 def test_failing_worker_stops_the_job_with_its_status():
     result = _launch("--ps", "1", "--workers", "2", str(TASK), "fail")
     assert result.returncode == 3, result.stdout + result.stderr
