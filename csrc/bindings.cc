@@ -941,6 +941,9 @@ class PyClient {
   }
 
   int num_shards() const { return client_.num_shards(); }
+  // Lock-free: read by a progress thread while another thread is inside a call.
+  uint64_t bytes_sent() const { return client_.bytes_sent(); }
+  uint64_t bytes_received() const { return client_.bytes_received(); }
   std::string shard_name(int s) const { return client_.ShardName(s); }
   int64_t incarnation(int s) const { return client_.Incarnation(s); }
   double timeout() const { return client_.timeout(); }
@@ -1048,6 +1051,8 @@ PYBIND11_MODULE(_core, m) {
       .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
            py::arg("timeout"))
       .def_property_readonly("num_shards", &PyClient::num_shards)
+      .def_property_readonly("bytes_sent", &PyClient::bytes_sent)
+      .def_property_readonly("bytes_received", &PyClient::bytes_received)
       .def("shard_name", &PyClient::shard_name, py::arg("shard"))
       .def("incarnation", &PyClient::incarnation, py::arg("shard"))
       .def_property("timeout", &PyClient::timeout, &PyClient::set_timeout)
