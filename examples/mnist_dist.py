@@ -85,8 +85,10 @@ def parse_args(argv=None):
     parser.add_argument("--train_steps", type=int, default=2000,
                         help="Number of (global) training steps to perform")
     parser.add_argument("--batch_size", type=int, default=100, help="Training batch size")
-    parser.add_argument("--learning_rate", type=float, default=0.5,
-                        help="Adagrad learning rate")
+    parser.add_argument("--learning_rate", type=float, default=None,
+                        help="Adagrad learning rate (default 0.5 for softmax regression, "
+                             "0.05 with --hidden_units: 0.5 makes the ReLU layer diverge in "
+                             "some asynchronous runs)")
     parser.add_argument("--hidden_units", type=int, default=0,
                         help="Units of the ReLU hidden layer (mnist_replica uses 100); "
                              "0: softmax regression")
@@ -126,6 +128,10 @@ def parse_args(argv=None):
         parser.error(f"--replicas_to_aggregate must be >= 1, got {args.replicas_to_aggregate}")
     if args.sync_timeout_secs <= 0:
         parser.error(f"--sync_timeout_secs must be > 0, got {args.sync_timeout_secs}")
+    if args.learning_rate is None:
+        args.learning_rate = 0.05 if args.hidden_units else 0.5
+    if not args.learning_rate > 0:
+        parser.error(f"--learning_rate must be > 0, got {args.learning_rate}")
     if args.job_name is None:
         role = psrt.train.task_role_from_tf_config()
         source = "TF_CONFIG"

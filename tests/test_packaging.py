@@ -78,6 +78,29 @@ def test_no_file_tells_anyone_to_pip_install_psrt():
         assert not _OLD_INSTALL.search(good), good
 
 
+# What the documented commands leave in the repository's root when run from there: the
+# sbatch script's log and checkpoint folder, linear_regression_supervisor.py's ./checkpoint/.
+_RUN_OUTPUTS = ["psrt-mnist-4242.out", "psrt-mnist-4242/model.ckpt-2000", "checkpoint/checkpoint"]
+
+
+def test_run_outputs_are_ignored_by_git_and_left_out_of_the_sdist():
+    if subprocess.run(["git", "rev-parse"], cwd=ROOT, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout (an unpacked sdist): .gitignore cannot be asked")
+    checked = subprocess.run(["git", "check-ignore", "--no-index", *_RUN_OUTPUTS], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert checked.stdout.split() == _RUN_OUTPUTS, checked
+    # The same three patterns in sdist.exclude, and nothing tracked matches them.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    exclude = config["tool"]["scikit-build"]["sdist"]["exclude"]
+    assert {"/psrt-mnist-*.out", "/psrt-mnist-*/", "/checkpoint/"} <= set(exclude), exclude
+    sbatch = (ROOT / "deploy" / "slurm" / "mnist_dist.sbatch").read_text()
+    assert "#SBATCH --output=psrt-mnist-%j.out" in sbatch
+    assert "CHECKPOINT_DIR:-$PWD/psrt-mnist-$SLURM_JOB_ID" in sbatch
+    tracked = subprocess.run(["git", "ls-files", "-i", "-c", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert tracked == [], tracked
+
+
 def test_license_is_apache_2_and_ships_in_the_wheel():
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License\n                           Version 2.0, January 2004" in text
