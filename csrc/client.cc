@@ -486,6 +486,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
           return fail(conn, Unavailable(ErrnoMessage("recv from", conn->name, errno)));
         }
         conn->hgot += static_cast<size_t>(r);
+        bytes_received_.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
         if (conn->hgot < kHeaderSize) continue;
         conn->hgot = 0;
         Header h = DecodeHeader(conn->hbuf);
@@ -527,6 +528,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
           return fail(conn, Unavailable(ErrnoMessage("recv from", conn->name, errno)));
         }
         conn->dst_got += static_cast<size_t>(r);
+        bytes_received_.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
         if (conn->dst_got < conn->dst_len) continue;
       }
       Call* c = conn->calls[conn->replies++];
@@ -562,6 +564,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         fail(conn, Unavailable(ErrnoMessage("send to", conn->name, err)));
         return;
       }
+      bytes_sent_.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
       auto left = static_cast<size_t>(w);
       while (conn->iov_pos < conn->iov.size() && left >= conn->iov[conn->iov_pos].iov_len) {
         left -= conn->iov[conn->iov_pos].iov_len;

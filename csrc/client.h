@@ -22,6 +22,7 @@
 // over fresh nonces, auth.h) and checks the ps task's proof in turn.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -102,6 +103,12 @@ class Client {
   const RemoteVar& var(int handle) const { return vars_[handle]; }
   int num_vars() const { return static_cast<int>(vars_.size()); }
 
+  // Bytes sent and received on the request connections since construction (headers and
+  // payloads; not the handshakes, not the heartbeats). Any thread may read them at any time,
+  // lock-free, also while a Run is under way (relaxed atomics: a progress report's figures).
+  uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
+
   void set_timeout(double s) { timeout_s_ = s; }
   double timeout() const { return timeout_s_; }
 
@@ -139,6 +146,8 @@ class Client {
   double timeout_s_ = -1.0;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<RemoteVar> vars_;
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
 
   std::mutex hb_mu_;
   std::vector<Watch> hb_;

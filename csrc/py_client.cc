@@ -300,6 +300,8 @@ void RegisterClient(py::module_& m) {
       .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
            py::arg("timeout"))
       .def_property_readonly("num_shards", &PyClient::num_shards)
+      .def_property_readonly("bytes_sent", &PyClient::bytes_sent)
+      .def_property_readonly("bytes_received", &PyClient::bytes_received)
       .def("shard_name", &PyClient::shard_name, py::arg("shard"))
       .def("incarnation", &PyClient::incarnation, py::arg("shard"))
       .def_property("timeout", &PyClient::timeout, &PyClient::set_timeout)

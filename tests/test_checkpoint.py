@@ -72,13 +72,19 @@ class FakeSession:
             keys.extend("%s/%s" % (v.name, s) for s in self.slots[v.name])
         return keys + list(self.non_slot)
 
-    def _psrt_read_state(self, variables):
+    def _psrt_read_state(self, variables, progress=None):
+        if progress is not None:
+            progress.update(sum(self.values[k].nbytes for k in self._keys(variables)))
+            progress.close()
         return {k: self.values[k].copy() for k in self._keys(variables)}
 
     def _psrt_expected_state(self, variables):
         return {k: (self.values[k].shape, self.values[k].dtype) for k in self._keys(variables)}
 
-    def _psrt_write_state(self, variables, tensors):
+    def _psrt_write_state(self, variables, tensors, progress=None):
+        if progress is not None:
+            progress.update(sum(np.asarray(v).nbytes for v in tensors.values()))
+            progress.close()
         for k in self._keys(variables):
             if k not in tensors:
                 raise errors.NotFoundError(None, None, "Key %s not found" % k)
@@ -778,7 +784,10 @@ CHILD = textwrap.dedent("""
 
     class Sess:
         step = 0
-        def _psrt_read_state(self, variables):
+        def _psrt_expected_state(self, variables):
+            return {k: (v.shape, v.dtype) for k, v in self._psrt_read_state(variables).items()}
+
+        def _psrt_read_state(self, variables, progress=None):
             return {"W": np.full(n, self.step, np.float32),
                     "W/Adam": np.full(n // 4, -self.step, np.float64),
                     "global_step": np.array(self.step, np.int64)}
@@ -887,7 +896,10 @@ def test_sigkill_during_save_keeps_previous_checkpoint(tmp_path):
             self.name = name
 
     class Sess:
-        def _psrt_read_state(self, variables):
+        def _psrt_expected_state(self, variables):
+            return {k: (v.shape, v.dtype) for k, v in self._psrt_read_state(variables).items()}
+
+        def _psrt_read_state(self, variables, progress=None):
             return {"W": np.full(4, last_step + 1, np.float32),
                     "W/Adam": np.full(1, -(last_step + 1), np.float64),
                     "global_step": np.array(last_step + 1, np.int64)}

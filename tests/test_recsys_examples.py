@@ -137,11 +137,31 @@ def test_movielens_split_is_the_documented_one(movielens):
     np.testing.assert_array_equal(train, ratings[perm[1:]])
 
 
+def _skip_without_data(what: str, example, files: str) -> None:
+    """Skips, saying where the tests look for ``files`` and how to point them elsewhere
+    (the example's own error speaks to its users: it names --data_dir)."""
+    dirs = [str(d) for d in example._default_data_dirs()]
+    subdir = Path(dirs[-1]).name
+    pytest.skip(f"{what} not found in {' or '.join(dirs)}: put {files} in "
+                f"$PSRT_DATA_DIR/{subdir} (or ../shared/data/{subdir} beside the repository)")
+
+
+def test_skips_say_where_to_put_the_data(movielens, census, tmp_path, monkeypatch):
+    monkeypatch.setenv("PSRT_DATA_DIR", str(tmp_path))
+    for what, example, files in (("MovieLens 100K", movielens, "u.data"),
+                                 ("UCI Adult", census, "adult.data and adult.test")):
+        with pytest.raises(pytest.skip.Exception) as skipped:
+            _skip_without_data(what, example, files)
+        message = str(skipped.value)
+        assert message.startswith(f"{what} not found in {tmp_path}/"), message
+        assert "$PSRT_DATA_DIR/" in message and "--data_dir" not in message, message
+
+
 def _movielens_data(movielens):
     try:
         return movielens.load_ratings()
-    except FileNotFoundError as e:
-        pytest.skip(f"MovieLens 100K is not here: {e}")
+    except FileNotFoundError:
+        _skip_without_data("MovieLens 100K", movielens, "u.data")
 
 
 @pytest.mark.slow
@@ -260,8 +280,8 @@ def test_census_gradients_match_finite_differences(census):
 def test_census_wide_deep_2ps_2workers_reaches_accuracy_target(census):
     try:
         train, test = census.load_census()
-    except FileNotFoundError as e:
-        pytest.skip(f"UCI Adult is not here: {e}")
+    except FileNotFoundError:
+        _skip_without_data("UCI Adult", census, "adult.data and adult.test")
     # The standard split: adult.data's 32,561 rows train, adult.test's 16,281 test.
     assert (len(train["label"]), len(test["label"])) == (32561, 16281)
     assert train["fnlwgt"][0] == "77516" and test["fnlwgt"][0] == "226802"

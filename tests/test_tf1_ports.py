@@ -296,3 +296,13 @@ def test_grpc_client_trains_through_a_servers_target(job):
     for name in ("worker0", "worker1", "master0"):
         assert job.status(name) == 0  # stopped by SIGTERM: status 0
         assert "job_name: " + name[:-1] in out[name]
+
+
+def test_porting_doc_runs_the_trainer_in_a_fresh_checkpoint_dir():
+    # With the how-to's default /tmp/train_logs a second run restores step 500 and trains 0
+    # steps: the documented command must not reuse it.
+    doc = (ROOT / "docs" / "porting.md").read_text()
+    [command] = [line.strip() for line in doc.splitlines()
+                 if line.strip().startswith("psrt-launch") and "trainer.py" in line]
+    assert '--checkpoint_dir "$(mktemp -d)"' in command, command
+    assert "trains 0 steps" in doc

@@ -7,12 +7,16 @@ is ``tf.train``, ``psrt.nn`` is ``tf.nn``, and ``psrt.Variable``, ``psrt.device`
 Importing psrt gives its ``"psrt"`` logger a stderr handler at INFO unless the application
 has configured ``logging``, so a ps task's "Started server with target: ..." and a waiting
 worker's lines show without any setup; ``PSRT_LOG_LEVEL`` (e.g. ``WARNING``) changes the
-level. See ``psrt/platform/psrt_logging.py``.
+level. See ``psrt/platform/psrt_logging.py``. A process that runs as PID 1 (a container
+without an init) gets a SIGTERM handler, so it ends on SIGTERM as any other process does
+(``psrt/platform/sigterm.py``).
 """
 
 from psrt.platform import psrt_logging as _logging
+from psrt.platform import sigterm as _sigterm
 
 _logging.install()
+_sigterm.install()  # only as PID 1 (a container without an init): SIGTERM ends the task
 
 # The namespaces (each a face of its own), then the names, each from its home.
 # ruff: noqa: E402  (after the logging set-up)

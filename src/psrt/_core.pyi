@@ -179,6 +179,14 @@ class Client:
         FailedPreconditionError naming both versions on a wire version mismatch."""
     @property
     def num_shards(self) -> int: ...
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes sent on the request connections so far (headers and payloads); readable from
+        any thread, also while another one is inside a call (progress reports)."""
+    @property
+    def bytes_received(self) -> int:
+        """Bytes received on the request connections so far (headers and payloads); readable
+        from any thread, also while another one is inside a call."""
     def shard_name(self, shard: int) -> str:
         """"/job:ps/task:K at host:port"."""
     def incarnation(self, shard: int) -> int:

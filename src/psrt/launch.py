@@ -27,7 +27,17 @@ with the environment variables
   worker's numpy starts one busy-waiting thread per CPU and the workers fight over the CPUs.
 
 Every line a task writes is copied to the launcher's output prefixed with the task's name
-(``[ps0] ``, ``[worker1] ``), in the order the task wrote it. When the launcher's stdout and
+(``[ps0] ``, ``[worker1] ``), in the order the task wrote it. Options in the manner of
+torchrun's log options:
+
+* ``--log-dir DIR``: each task's stdout and stderr go instead to ``DIR/<task>.log``
+  (``DIR/ps0.log``, ``DIR/worker1.log``), unprefixed, in the order written; a restarted
+  task's runs follow each other in the same file. ``DIR`` is created if missing.
+* ``--tee``: with ``--log-dir``, the lines also go to the console, prefixed, as without it.
+* ``--tasks-filter worker:0,ps``: only these tasks print to the console (``JOB`` for every
+  task of a job, ``JOB:INDEX`` for one); the others still write their log files.
+* ``--version``: prints ``psrt-launch <version of psrt-runtime>``.
+ When the launcher's stdout and
 stderr are the same file (a terminal, or ``2>&1``), a task's stdout and stderr share one
 pipe, so its print()s and its log lines come out exactly in the order written, on stdout.
 When they are different files (``2>errors.log``), each line goes to the stream the task
@@ -66,6 +76,7 @@ another program could take one in between (the task then fails to bind and, with
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import logging
 import os
@@ -94,7 +105,10 @@ _PS_EXIT_WAIT_SECS = 1.0
 # OMP_NUM_THREADS (which OpenBLAS and MKL also read) for every task.
 _THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 # Options of the launcher that take a value: the scan in _split_argv must skip their values.
-_VALUE_OPTIONS = ("--ps", "--workers", "--max-restarts", "--host", "--grace-period")
+_VALUE_OPTIONS = ("--ps", "--workers", "--max-restarts", "--host", "--grace-period",
+                  "--log-dir", "--tasks-filter")
+# The distribution whose version --version prints (the launcher imports nothing of psrt).
+_DISTRIBUTION = "psrt-runtime"
 
 _logger = logging.getLogger("psrt.launch")
 
@@ -131,8 +145,9 @@ _positive_float = _bounded(float, 0, strict=True)
 def _make_parser() -> _OneLineParser:
     parser = _OneLineParser(
         prog=PROG,
-        usage=f"{PROG} [-h] [--ps N] [--workers N] [--max-restarts N] [--host HOST] "
-              f"[--grace-period SECS] [--] script.py [script args ...]",
+        usage=f"{PROG} [-h] [--version] [--ps N] [--workers N] [--max-restarts N] "
+              f"[--host HOST] [--grace-period SECS] [--log-dir DIR [--tee]] "
+              f"[--tasks-filter TASKS] [--] script.py [script args ...]",
         description="Start every task of a local psrt cluster (ps and worker tasks) on free "
                     "ports, each running script.py with --ps_hosts, --worker_hosts, "
                     "--job_name and --task_index appended and TF_CONFIG set. Output lines "
@@ -151,10 +166,57 @@ def _make_parser() -> _OneLineParser:
     parser.add_argument("--grace-period", type=_positive_float, default=5.0, metavar="SECS",
                         help="seconds between SIGTERM and SIGKILL when stopping tasks "
                              "(default 5)")
+    parser.add_argument("--log-dir", metavar="DIR",
+                        help="write each task's stdout and stderr to DIR/<task>.log (ps0.log, "
+                             "worker1.log) instead of the console")
+    parser.add_argument("--tee", action="store_true",
+                        help="with --log-dir, also print the tasks' lines to the console, "
+                             "prefixed")
+    parser.add_argument("--tasks-filter", metavar="TASKS",
+                        help="print only these tasks' lines to the console: comma-separated "
+                             "JOB or JOB:INDEX, e.g. worker:0,ps (default: every task)")
+    parser.add_argument("--version", action="version",
+                        version=f"{PROG} {_version()}")
     parser.add_argument("script", nargs="?", help="the Python script every task runs")
     parser.add_argument("script_args", nargs=argparse.REMAINDER,
                         help="arguments passed to the script before the cluster flags")
     return parser
+
+
+def _version() -> str:
+    """The installed psrt-runtime's version, or "unknown" (running from a source tree)."""
+    try:
+        return importlib.metadata.version(_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _parse_tasks_filter(text: str, counts: dict[str, int]) -> set[str]:
+    """The task names (``ps0``, ``worker1``) a ``--tasks-filter`` value selects.
+
+    Raises:
+        ValueError: an item names no job of the cluster, or an index past its job's count;
+            the message quotes the item and lists the choices.
+    """
+    chosen: set[str] = set()
+    for item in text.split(","):
+        job, sep, index = item.strip().partition(":")
+        if job not in counts:
+            raise ValueError(f"--tasks-filter item {item.strip()!r}: no job {job!r}; the jobs "
+                             f"are {sorted(counts)} (JOB or JOB:INDEX, e.g. worker:0,ps)")
+        if not sep:
+            chosen.update(f"{job}{i}" for i in range(counts[job]))
+            continue
+        if not index.isdigit() or int(index) >= counts[job]:
+            raise ValueError(f"--tasks-filter item {item.strip()!r}: {job} has tasks 0 to "
+                             f"{counts[job] - 1} (--{'ps' if job == 'ps' else 'workers'} "
+                             f"{counts[job]})")
+        chosen.add(f"{job}{int(index)}")
+    return chosen
 
 
 def _split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -256,14 +318,26 @@ class _LogHandler(logging.Handler):
         self._output.write(self._output.stderr, line.encode("utf-8", "replace"))
 
 
-def _pump(sources: list[tuple[IO[bytes], IO[str]]], output: _Output, prefix: bytes) -> None:
-    """Copies each ``(pipe, stream)`` pair's pipe to its stream, line by line, each line
-    prefixed, until every pipe reaches EOF.
+def _pump(sources: list[tuple[IO[bytes], IO[str] | None]], output: _Output, prefix: bytes,
+          log: IO[bytes] | None = None) -> None:
+    """Copies each ``(pipe, stream)`` pair's pipe to its stream (None: not to the console),
+    line by line, each line prefixed, and to ``log`` unprefixed, until every pipe reaches EOF;
+    then closes ``log``.
 
     One thread watches all of a task's pipes and copies each line as soon as it is complete,
     so lines written to different pipes come out in the order they arrived. A last line
     without a newline gets one.
     """
+    def emit(stream: IO[str] | None, line: bytes) -> None:
+        if log is not None:
+            try:
+                log.write(line + b"\n")
+                log.flush()
+            except (OSError, ValueError):
+                pass  # A full disk must not stop the job.
+        if stream is not None:
+            output.write(stream, prefix + line + b"\n")
+
     selector = selectors.DefaultSelector()
     partial: dict[int, bytes] = {}
     try:
@@ -280,18 +354,20 @@ def _pump(sources: list[tuple[IO[bytes], IO[str]]], output: _Output, prefix: byt
                 if not data:
                     selector.unregister(fd)
                     if partial[fd]:
-                        output.write(stream, prefix + partial[fd] + b"\n")
+                        emit(stream, partial[fd])
                     continue
                 lines = (partial[fd] + data).split(b"\n")
                 partial[fd] = lines.pop()
                 for line in lines:
-                    output.write(stream, prefix + line + b"\n")
+                    emit(stream, line)
     except (OSError, ValueError):
         pass
     finally:
         selector.close()
         for source, _ in sources:
             source.close()
+        if log is not None:
+            log.close()
 
 
 def _exit_status(returncode: int) -> int:
@@ -303,10 +379,12 @@ class _Task:
     """One task of the cluster: its command line, environment and current process."""
 
     def __init__(self, job: str, index: int, argv: list[str], env: dict[str, str],
-                 output: _Output) -> None:
+                 output: _Output, log_path: str | None = None, console: bool = True) -> None:
         self.job = job
         self.index = index
         self.name = f"{job}{index}"
+        self.log_path = log_path
+        self.console = console
         self.argv = argv
         self.env = env
         self.output = output
@@ -316,19 +394,34 @@ class _Task:
         self.returncode: int | None = None
 
     def start(self) -> None:
-        """Starts (or restarts) the task's process with its prefixed output readers."""
+        """Starts (or restarts) the task's process with its prefixed output readers.
+
+        Raises:
+            OSError: the process or its log file cannot be started or opened.
+        """
         self.returncode = None
-        merged = self.output.merged
-        self.proc = subprocess.Popen(
-            self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merged else subprocess.PIPE, start_new_session=True)
+        # One pipe for both streams when they end up in one place: the console's single
+        # file, or only the log file.
+        merged = self.output.merged or not self.console
+        log = open(self.log_path, "ab") if self.log_path is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                start_new_session=True)
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
         assert self.proc.stdout is not None
-        sources = [(self.proc.stdout, self.output.stdout)]
+        console = self.console
+        sources: list[tuple[IO[bytes], IO[str] | None]] = [
+            (self.proc.stdout, self.output.stdout if console else None)]
         if not merged:
             assert self.proc.stderr is not None
-            sources.append((self.proc.stderr, self.output.stderr))
+            sources.append((self.proc.stderr, self.output.stderr if console else None))
         prefix = f"[{self.name}] ".encode()
-        t = threading.Thread(target=_pump, args=(sources, self.output, prefix),
+        t = threading.Thread(target=_pump, args=(sources, self.output, prefix, log),
                              name=f"{PROG} {self.name} reader", daemon=True)
         t.start()
         self.readers = [t]
@@ -382,7 +475,7 @@ class _Launcher:
     """Starts the tasks, watches them, restarts failures and stops the job."""
 
     def __init__(self, args: argparse.Namespace, script: str, script_args: list[str],
-                 output: _Output) -> None:
+                 output: _Output, console: set[str] | None = None) -> None:
         self._args = args
         self._output = output
         self._stop_signals: list[int] = []
@@ -417,7 +510,11 @@ class _Launcher:
                     env["PSRT_AUTH_SECRET"] = secret
                 if self.blas_threads is not None:
                     env["OMP_NUM_THREADS"] = str(self.blas_threads)
-                self.tasks.append(_Task(job, i, argv, env, output))
+                name = f"{job}{i}"
+                log_path = (os.path.join(args.log_dir, f"{name}.log") if args.log_dir
+                            else None)
+                shown = (not args.log_dir or args.tee) and (console is None or name in console)
+                self.tasks.append(_Task(job, i, argv, env, output, log_path, shown))
         self.cluster = cluster
 
     @property
@@ -443,9 +540,17 @@ class _Launcher:
     def _run(self) -> int:
         _logger.info("cluster %s", json.dumps(self.cluster))
         if self.blas_threads is not None:
-            _logger.info("OMP_NUM_THREADS=%d for every task (%d CPUs, %d workers); set "
+            _logger.info("OMP_NUM_THREADS=%d for every task (%s, %s); set "
                          "OMP_NUM_THREADS to choose another value", self.blas_threads,
-                         os.cpu_count() or 1, len(self.workers))
+                         _plural(os.cpu_count() or 1, "CPU"),
+                         _plural(len(self.workers), "worker"))
+        if self._args.log_dir:
+            _logger.info("each task's output goes to %s",
+                         os.path.join(self._args.log_dir, "<task>.log"))
+        hidden = [t.name for t in self.tasks if not t.console]
+        if hidden and not self._args.log_dir:
+            _logger.info("not printing the output of %s (--tasks-filter); --log-dir keeps it",
+                         ", ".join(hidden))
         try:
             for t in self.tasks:
                 t.start()
@@ -563,7 +668,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: The command line without the program name; default ``sys.argv[1:]``.
             ``[--ps N] [--workers N] [--max-restarts N] [--host HOST]
-            [--grace-period SECS] [--] script.py [script args ...]``.
+            [--grace-period SECS] [--log-dir DIR [--tee]] [--tasks-filter TASKS]
+            [--version] [--] script.py [script args ...]``.
 
     Returns:
         The exit status: 0 when every worker exited with 0; the status of the first worker
@@ -572,7 +678,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Raises:
         SystemExit: status 2 on a usage error (one ``psrt-launch: error: ...`` line on
-            stderr), status 0 after ``--help``.
+            stderr: ``--tee`` without ``--log-dir``, a ``--tasks-filter`` item naming no task,
+            a ``--log-dir`` that cannot be created, ...), status 0 after ``--help`` or
+            ``--version``.
 
     Example::
 
@@ -585,13 +693,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("no script given; usage: psrt-launch [options] [--] script.py [args]")
     script, script_args = command[0], command[1:]
+    if args.tee and not args.log_dir:
+        parser.error("--tee copies the --log-dir files to the console; give --log-dir DIR too")
+    console = None
+    if args.tasks_filter is not None:
+        try:
+            console = _parse_tasks_filter(args.tasks_filter,
+                                          {"ps": args.ps, "worker": args.workers})
+        except ValueError as e:
+            parser.error(str(e))
+    if args.log_dir:
+        try:
+            os.makedirs(args.log_dir, exist_ok=True)
+        except OSError as e:
+            parser.error(f"cannot create --log-dir {args.log_dir!r}: {e.strerror or e}")
     if not os.path.exists(script):
         parser.error(f"script not found: {script!r} (cwd {os.getcwd()})")
     if not os.path.isfile(script):
         parser.error(f"script {script!r} is not a file")
     output = _Output()
     try:
-        launcher = _Launcher(args, script, script_args, output)
+        launcher = _Launcher(args, script, script_args, output, console)
     except OSError as e:
         parser.error(f"cannot bind a port on --host {args.host!r}: {e.strerror or e}")
     handler = _install_logging(output)

@@ -34,6 +34,7 @@ file or the whole new one, never a torn file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ import safetensors.numpy
 
 from psrt.checkpoint import atomic_file
 from psrt.framework import errors
+from psrt.platform.progress import Progress
 
 __all__ = [
     "CHECKSUMS_KEY",
@@ -79,6 +81,8 @@ _SAFETENSORS_DTYPES = {
     "C64": np.dtype(np.complex64),
 }
 _SUPPORTED_DTYPES = frozenset(_SAFETENSORS_DTYPES.values())
+# Bytes per write, and per read of a large tensor, between two progress updates.
+_CHUNK_BYTES = 16 << 20
 _SUPPORTED_DTYPE_NAMES = ", ".join(sorted(d.name for d in _SUPPORTED_DTYPES))
 
 
@@ -177,7 +181,8 @@ def _verify_tensor(path: str, name: str, value: np.ndarray, stored: int) -> None
                computed))
 
 
-def write_checkpoint_file(path, tensors, metadata=None) -> None:
+def write_checkpoint_file(path, tensors, metadata=None,
+                          progress: Progress | None = None) -> None:
     """Writes one safetensors checkpoint file atomically, with a checksum per tensor.
 
     The header metadata gets the CRC-32C of each tensor's data bytes (the ``"crc32c"``
@@ -198,6 +203,8 @@ def write_checkpoint_file(path, tensors, metadata=None) -> None:
             ``"format": "psrt-ckpt-1"`` is added unless given. The ``"crc32c"`` entry is
             always the checksum table of the tensors written (see the module docstring);
             one given here (e.g. copied from another file's metadata) is replaced.
+        progress: Told the file's size and each 16 MB written
+            (:class:`psrt.platform.progress.Progress`); None: no report.
 
     Raises:
         TypeError: A name, value dtype or metadata entry has the wrong type.
@@ -228,7 +235,14 @@ def write_checkpoint_file(path, tensors, metadata=None) -> None:
 
     def write(tmp):
         with open(tmp, "xb") as f:
-            f.write(data)
+            if progress is None:
+                f.write(data)
+            else:
+                progress.begin(len(data))
+                view = memoryview(data)
+                for start in range(0, len(data), _CHUNK_BYTES):
+                    f.write(view[start:start + _CHUNK_BYTES])
+                    progress.add(min(_CHUNK_BYTES, len(data) - start))
             f.flush()
 
     atomic_file._atomic_write(path, write)
@@ -293,9 +307,33 @@ def _open_checkpoint(path: str):
             % (path, why + "; " if why else "", e)) from e
 
 
-def _read_tensors(path: str, names=None) -> dict[str, np.ndarray]:
+def _get_tensor(f, name: str, progress: Progress | None) -> np.ndarray:
+    """One tensor of an open file; a large one read in pieces of about 16 MB of rows, each
+    reported to ``progress``."""
+    if progress is None:
+        return f.get_tensor(name)
+    piece = f.get_slice(name)
+    shape = [int(d) for d in piece.get_shape()]
+    dtype = _SAFETENSORS_DTYPES.get(piece.get_dtype())
+    nbytes = math.prod(shape) * (dtype.itemsize if dtype is not None else 0)
+    if dtype is None or not shape or nbytes <= _CHUNK_BYTES or shape[0] < 2:
+        value = f.get_tensor(name)
+        progress.add(value.nbytes)
+        return value
+    rows = max(1, _CHUNK_BYTES // (nbytes // shape[0]))
+    value = np.empty(shape, dtype)
+    for start in range(0, shape[0], rows):
+        part = piece[start:start + rows]
+        value[start:start + len(part)] = part
+        progress.add(part.nbytes)
+    return value
+
+
+def _read_tensors(path: str, names=None,
+                  progress: Progress | None = None) -> dict[str, np.ndarray]:
     """Reads tensors (all of them, in name order, for ``names`` None) and checks each one's
-    checksum when the file has a checksum table.
+    checksum when the file has a checksum table; ``progress`` is told their total size and
+    each piece read.
 
     Raises:
         psrt.errors.NotFoundError: ``path`` does not exist.
@@ -308,9 +346,12 @@ def _read_tensors(path: str, names=None) -> dict[str, np.ndarray]:
         # CheckpointReader read its header is checked against its own checksums.
         table = _decode_checksums(f.metadata() or {}, path, present)
         out = {}
-        for name in sorted(present) if names is None else names:
+        wanted = sorted(present) if names is None else list(names)
+        if progress is not None:
+            progress.begin(_header_bytes(path, wanted))
+        for name in wanted:
             try:
-                value = f.get_tensor(name)
+                value = _get_tensor(f, name, progress)
             except safetensors.SafetensorError as e:
                 raise errors.DataLossError(
                     None, None, "Checkpoint %r: tensor %r could not be read: %s"
@@ -319,6 +360,19 @@ def _read_tensors(path: str, names=None) -> dict[str, np.ndarray]:
                 _verify_tensor(path, name, value, table[name])
             out[name] = value
         return out
+
+
+def _header_bytes(path: str, names) -> int | None:
+    """The data bytes of ``names`` from the file's header, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            length = int.from_bytes(fh.read(8), "little")
+            if length > _MAX_HEADER_BYTES:
+                return None
+            header = json.loads(fh.read(length))
+        return sum(header[n]["data_offsets"][1] - header[n]["data_offsets"][0] for n in names)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def read_checkpoint_file(path) -> dict[str, np.ndarray]:

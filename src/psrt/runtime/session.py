@@ -25,6 +25,7 @@ from psrt.framework.ops import Graph, get_default_graph
 from psrt.framework.protos import ConfigProto
 from psrt.ops import dynamic_embedding as _de
 from psrt.ops.variables import PartitionedVariable, Variable
+from psrt.platform import progress as _progress
 from psrt.runtime import auth as _auth
 from psrt.runtime import malloc as _malloc
 from psrt.runtime import tables as _tables
@@ -213,7 +214,17 @@ class Session:
             entries.append((self._shard_for(v), v.name, dtype, shape, kernel, hyper, value))
             owners.append(v)
         if entries:
-            results = self._client.register(entries)
+            valued = [e[6] for e in entries if isinstance(e[6], np.ndarray)]
+            sent = sum(int(v.nbytes) for v in valued)
+            if sent:
+                # A big initial value takes a while to reach its ps task.
+                report = _progress.Progress(
+                    f"Sending the initial values of {len(valued)} variable(s) to the ps "
+                    f"tasks", sent)
+                with _progress.watch(report, lambda: self._client.bytes_sent):
+                    results = self._client.register(entries)
+            else:
+                results = self._client.register(entries)
             for v, entry, (handle, _initialized) in zip(owners, entries, results):
                 self._handles[id(v)] = handle
                 self._vars_by_handle[handle] = v
@@ -319,9 +330,13 @@ class Session:
             out.update(_de.expected_state(table))
         return out
 
-    def _psrt_read_state(self, variables: Iterable[Any]) -> dict[str, np.ndarray]:
+    def _psrt_read_state(self, variables: Iterable[Any],
+                         progress: _progress.Progress | None = None) -> dict[str, np.ndarray]:
         """Values and optimizer slots of ``variables`` by checkpoint name; one parallel pull
-        per slot index."""
+        per slot index. ``progress`` follows the bytes received meanwhile."""
+        if progress is not None:
+            with _progress.watch(progress, lambda: self._client.bytes_received):
+                return self._psrt_read_state(variables)
         expected = self._psrt_expected_state(variables)
         by_slot: dict[int, tuple[list[int], list[np.ndarray]]] = {}
         out: dict[str, np.ndarray] = {}
@@ -344,9 +359,14 @@ class Session:
                 out.update(_tables.read_state(self, table))
         return out
 
-    def _psrt_write_state(self, variables: Iterable[Any], tensors: dict[str, np.ndarray]) -> None:
+    def _psrt_write_state(self, variables: Iterable[Any], tensors: dict[str, np.ndarray],
+                          progress: _progress.Progress | None = None) -> None:
         """Assigns values and slots from ``tensors`` (checkpoint names). Slots are written
-        before values so that a variable reads as initialized only once fully restored."""
+        before values so that a variable reads as initialized only once fully restored.
+        ``progress`` follows the bytes sent meanwhile."""
+        if progress is not None:
+            with _progress.watch(progress, lambda: self._client.bytes_sent):
+                return self._psrt_write_state(variables, tensors)
         expected = self._psrt_expected_state(variables)
         by_slot: dict[int, tuple[list[int], list[np.ndarray]]] = {}
         touched = []

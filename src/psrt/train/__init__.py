@@ -15,6 +15,7 @@ from psrt.distribute.device_setter import (
     byte_size_load_fn,
     replica_device_setter,
 )
+from psrt.distribute.jobset import task_role_from_jobset
 from psrt.distribute.slurm import SlurmClusterResolver, task_role_from_slurm
 from psrt.distribute.tf_config import (
     TaskRole,
@@ -166,6 +167,7 @@ __all__ = [
     "polynomial_decay",
     "replica_device_setter",
     "start_queue_runners",
+    "task_role_from_jobset",
     "task_role_from_slurm",
     "task_role_from_tf_config",
     "update_checkpoint_state",
