@@ -160,10 +160,13 @@ class Server:
                          self.target, self._name(), host, self._core.port)
 
     def stop(self) -> None:
-        """Stops serving and frees the port (psrt addition; TF servers never stop)."""
+        """Stops serving and frees the port (psrt addition; TF servers never stop). Until
+        then a started server serves even when the script keeps no reference to it (as TF's,
+        until the process ends)."""
         with self._lock:
             if self._core is not None:
                 self._core.stop()
+            _targets.release(self)
 
     def join(self, exit_when_workers_done: bool | None = None) -> None:
         """Blocks until the server stops, as ``tf.train.Server.join``; the GIL is released
@@ -208,6 +211,8 @@ class Server:
         finally:
             for sig, h in previous.items():
                 signal.signal(sig, h)
+            if self._core.stopped:
+                _targets.release(self)
 
     def _log_events(self) -> None:
         """Logs what the core recorded: refused or failed authentication (WARNING, with the
