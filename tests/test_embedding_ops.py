@@ -119,6 +119,53 @@ def test_lookup_of_partitioned_variable_mod_and_div_with_feeds(shared_ps2, worke
             sess.run(by_div, feed_dict={ids: [[2, 13]]})
 
 
+def test_float_ids_are_refused_not_truncated_and_nothing_is_trained(shared_ps2, worker, prefix):
+    # Issue 22, item 4: ids 1.5 fed to an int64 placeholder were truncated to row 1 and
+    # trained. TF's gather takes int32/int64 indices only (array_ops.gather, Tindices); a
+    # feed converts as TF r1.15's session.py (BaseSession._run) does, with its round-trip
+    # rule applied to every element: a value that is not exactly an integer is refused.
+    server = worker(shared_ps2)
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with _setter(server):
+        emb = psrt.Variable(table, name=f"{prefix}/emb")
+        gs = psrt.Variable(np.int64(0), name=f"{prefix}/step")
+    ids = psrt.placeholder(np.int64, [None], name=f"{prefix}/ids")
+    loss = psrt.py_func(lambda r: anp.sum(r), [eo.embedding_lookup(emb, ids)], np.float32)
+    train_op = psrt.train.GradientDescentOptimizer(1.0).minimize(loss, global_step=gs)
+    halved = psrt.py_func(lambda i: i / 2, [ids], name=f"{prefix}/halved")  # float64 values
+    train_halved = psrt.train.GradientDescentOptimizer(1.0).minimize(
+        psrt.py_func(lambda r: anp.sum(r), [eo.embedding_lookup(emb, halved)], np.float32),
+        global_step=gs)
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        for value, shown in (([0, 1.5], "1.5 (element [1] of the fed value)"),
+                             (np.array([2.5]), "2.5 (element [0] of the fed value)"),
+                             ([np.nan], "nan (element [0] of the fed value)"),
+                             (["1"], "'1' (element [0] of the fed value)"),
+                             ([None, 1], "None (element [0] of the fed value)")):
+            with pytest.raises(errors.InvalidArgumentError) as e:
+                sess.run(train_op, feed_dict={ids: value})
+            assert e.value.message.startswith(
+                f"Cannot feed {shown} to '{prefix}/ids' of dtype int64: it does not convert "
+                f"exactly"), e.value.message
+        # ids computed as floats (a derived tensor of no dtype) are refused at the lookup.
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="ids must be int32 or int64; got float64"):
+            sess.run(train_halved, feed_dict={ids: [2, 3]})
+        # Nothing was pushed: the table and the step are as initialized.
+        np.testing.assert_array_equal(sess.run(emb), table)
+        assert sess.run(gs) == 0
+        # Integral values convert exactly: 1.0 is id 1. Each looked-up row's gradient is 1.
+        sess.run(train_op, feed_dict={ids: [1.0, 3]})
+        expected = table.copy()
+        expected[[1, 3]] -= 1.0
+        np.testing.assert_array_equal(sess.run(emb), expected)
+        assert sess.run(gs) == 1
+    # Constant ids are checked when the lookup is built.
+    with pytest.raises(TypeError, match="ids must be integers; got dtype float64"):
+        eo.embedding_lookup(emb, np.array([0.0, 1.5]))
+
+
 def test_lookup_of_a_list_of_variables_and_of_a_plain_one(shared_ps2, worker, prefix):
     server = worker(shared_ps2)
     rng = np.random.default_rng(3)

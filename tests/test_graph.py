@@ -111,6 +111,51 @@ def test_fed_value_is_converted_and_its_shape_checked():
         assert sess.run(x, {x: np.ones((4, 3), np.float64)}).dtype == np.float32
 
 
+def test_feeds_that_do_not_convert_exactly_are_refused_and_nothing_is_trained(ps1, worker):  # noqa: F811
+    # TF r1.15, tensorflow/python/client/session.py, BaseSession._run: a Python int that
+    # `_convert_to_numpy_obj(subfeed_dtype, v) != v` does not survive is refused ("Type of feed
+    # value ... is not compatible with Tensor type ..."), then `np.asarray(subfeed_val,
+    # dtype=subfeed_dtype)`, which makes NaN of None and 1 of 1.5. psrt applies TF's round-trip
+    # rule to every element (issue 22, item 4): the old code trained the NaN of None into W.
+    server = worker(ps1)
+    with psrt.device(psrt.train.replica_device_setter(cluster=ps1.cluster(1))):
+        x, y_, W, b, loss = _linear_model()
+        gs = psrt.train.get_or_create_global_step()
+    train_op = psrt.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+    n = psrt.placeholder(np.int32, [], name="n")
+    scaled = psrt.py_func(lambda v, k: v * k, [loss, n], np.float32, name="scaled")
+    feed = {x: FEED_X, y_: FEED_Y, n: 1}
+    refused = [
+        (x, [[1, 0, 0], [0, 1, None]], "None (element [1, 2] of the fed value) to 'x' of dtype "
+                                       "float32"),
+        (y_, [1.0, "2"], "'2' (element [1] of the fed value) to 'y_' of dtype float32"),
+        (y_, [1.0, 2j], "2j (element [1] of the fed value) to 'y_' of dtype float32"),
+        (y_, [1.0, 1e39], "1e+39 (element [1] of the fed value) to 'y_' of dtype float32"),
+        (n, 1.5, "1.5 to 'n' of dtype int32"),
+        (n, 2**31, "2147483648 to 'n' of dtype int32"),
+        (n, np.nan, "nan to 'n' of dtype int32"),
+    ]
+    with psrt.Session(server.target) as sess:
+        sess.run(psrt.global_variables_initializer())
+        for key, value, shown in refused:
+            with pytest.raises(errors.InvalidArgumentError) as e:
+                sess.run([train_op, scaled, gs], feed_dict={**feed, key: value})
+            assert e.value.message.startswith(f"Cannot feed {shown}: it does not convert "
+                                              f"exactly"), e.value.message
+        assert "integers in [-2147483648, 2147483647]" in e.value.message
+        # Nothing was sent: the ps task holds the initial values and the step is 0.
+        assert sess.run(gs) == 0
+        np.testing.assert_array_equal(sess.run(W), [1, 2, 3])
+        assert sess.run(b) == 0.5
+        # Values that convert exactly still train: ints into float32, 2.0 into int32.
+        out = sess.run([train_op, scaled, gs],
+                       feed_dict={x: [[1, 0, 0], [0, 1, 1]], y_: [1, 2], n: 2.0})
+        assert out[2] == 1 and out[1] == pytest.approx(2 * _expected_loss([1, 2, 3], 0.5))
+        # One step of gradient descent: residuals [0.5, 3.5], dW = x^T r, db = 2 mean(r).
+        np.testing.assert_allclose(sess.run(W), [0.95, 1.65, 2.65], rtol=1e-6)
+        assert sess.run(b) == pytest.approx(0.1)
+
+
 def test_placeholder_with_default():
     # TF: array_ops.placeholder_with_default: the default when not fed.
     p = psrt.placeholder_with_default(np.float32(2.0), [], name="keep_prob")

@@ -87,11 +87,10 @@ def test_unknown_task_index_names_the_valid_indices():
 @pytest.mark.parametrize("address", ["localhost", "127.0.0.1:", "127.0.0.1:http",
                                      "127.0.0.1:70000"])
 def test_address_without_a_valid_port(address):
-    with pytest.raises(errors.InvalidArgumentError) as e:
+    # Refused as the cluster is built (psrt.train.ClusterSpec), before anything binds.
+    with pytest.raises(ValueError, match=rf"^address '{address}' of task 0 in job 'ps' is "
+                                         rf"malformed: (it has no port|the port)"):
         psrt.train.Server({"ps": [address]}, job_name="ps", task_index=0)
-    assert str(e.value) == (f"address '{address}' of /job:ps/task:0 has no valid port; "
-                            f"expected host:port")
-    assert e.value.error_code == errors.INVALID_ARGUMENT
 
 
 def test_unsupported_protocol():
@@ -263,6 +262,77 @@ def test_join_returns_when_all_workers_are_done(fresh_graph):
         worker.stop()
     finally:
         reap(proc)
+
+
+TARGET_ONLY_TASK = """
+import gc, json, sys, weakref
+import numpy as np
+import psrt
+from _cluster import build_softmax_model, softmax_problem
+
+def start_server(cluster, job_name, task_index):
+    # The TF1 idiom: a helper that returns only the target; nothing keeps the Server object.
+    server = psrt.train.Server(cluster, job_name=job_name, task_index=task_index)
+    refs.append(weakref.ref(server))
+    return server.target
+
+refs = []
+cluster, job = json.loads(sys.argv[1]), sys.argv[2]
+target = start_server(cluster, job, 0)
+gc.collect()
+if job == "ps":
+    print("READY", target.rsplit(":", 1)[1], flush=True)
+    sys.stdin.readline()          # serves until the test closes stdin; never joins
+    refs[0]().stop()
+    gc.collect()
+    print("RELEASED", refs[0]() is None, flush=True)
+else:
+    W, b, global_step, train_op = build_softmax_model(psrt.train.ClusterSpec(cluster), 0)
+    x, y = softmax_problem()
+    config = psrt.ConfigProto(connect_timeout_secs=10)
+    with psrt.Session(target, config=config) as sess:   # its own target: the cluster from it
+        sess.run(psrt.global_variables_initializer())
+        out = [sess.run([train_op, global_step], {"images": x, "labels": y}) for _ in range(20)]
+    print("RESULT", json.dumps(out), flush=True)
+"""
+
+
+def test_a_started_server_serves_after_its_object_is_collected(fresh_graph):
+    """As TF's server (it serves until the process ends), a started Server keeps serving when
+    the script drops it (issue 22, item 7): here a ps task and a worker whose helper returned
+    only ``server.target``. Before, the ps stopped at gc and the worker's session waited for
+    its own, collected, server ("Waiting for the session target ...")."""
+    ps = subprocess.Popen([sys.executable, "-c", TARGET_ONLY_TASK,
+                           json.dumps({"ps": [f"{LOCALHOST}:0"]}), "ps"], env=_child_env(),
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        port = int(read_line(ps, "READY "))
+        cluster = {"ps": [f"{LOCALHOST}:{port}"], "worker": [f"{LOCALHOST}:0"]}
+        worker = subprocess.Popen([sys.executable, "-c", TARGET_ONLY_TASK, json.dumps(cluster),
+                                   "worker"], env=_child_env(), stdout=subprocess.PIPE,
+                                  text=True)
+        out = json.loads(read_line(worker, "RESULT "))
+        assert worker.wait(timeout=30) == 0
+        losses, steps = [o[0] for o in out], [o[1] for o in out]
+        assert steps == list(range(1, 21))
+        assert losses[-1] < losses[0] / 2
+        # The ps task, whose Server object is long collected, holds the trained variables.
+        client = psrt._core.Client("worker", 7)
+        try:
+            client.connect(0, f"{LOCALHOST}:{port}", 10.0)
+            names = {v["name"] for v in client.list_variables(0)}
+        finally:
+            client.close()
+        assert {"W", "b", "global_step"} <= names
+        # stop() lets it go: the server object is collected then.
+        ps.stdin.close()
+        assert read_line(ps, "RELEASED ") == "True"
+        assert ps.wait(timeout=30) == 0
+    finally:
+        for proc in (ps, worker):
+            if proc is not None:
+                reap(proc)
 
 
 STOP_WHILE_JOINING = """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import socket
 import struct
 import subprocess
@@ -199,6 +200,35 @@ def test_hello_reply_names_version_task_and_incarnation(ps):
         assert h["status"] == fr.OK and h["flags"] == fr.F_REPLY and h["request_id"] == 9
         assert h["version"] == fr.VERSION and h["var_id"] == 0 and payload == b"ps"
         assert h["step"] > 0  # the incarnation
+
+
+def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
+    """docs/protocol.md says what a running ps task does (issue 22, item 11): the version it
+    puts in every header and the HELLO reply, and the highest op it accepts. Learned from the
+    ps process itself, not from constants a test could get wrong the same way as the doc."""
+    with fr.connect(ps.address, say_hello=False) as sock:
+        sock.sendall(fr.frame(fr.HELLO, b"worker", var_id=0))
+        h, _ = fr.read_frame(sock)
+        assert h["status"] == fr.OK
+        version = h["version"]
+        sock.sendall(fr.header(255))
+        _, msg = expect_error(sock, fr.INVALID_ARGUMENT, "unknown op 255")
+    max_op = int(re.search(r"valid ops are 1\.\.(\d+)", msg).group(1))
+    assert (version, max_op) == (5, 17)   # csrc/wire.h: kWireVersion, kMaxOp (CLUSTER_INFO)
+    with open(os.path.join(os.path.dirname(SRC), "docs", "protocol.md"), encoding="utf-8") as f:
+        doc = f.read()
+    assert doc.startswith(f"# The psrt wire protocol, version {version}\n")
+    assert f"| `version` | wire version of the sender: `{version}`" in doc
+    assert f"replies OK with `version` {version}," in doc
+    assert f"| `version` ≠ {version} " in doc
+    assert f"| `op` = 0 or > {max_op} " in doc
+    assert f"operation code, 1..{max_op} " in doc
+    assert f"\n| {max_op} | CLUSTER_INFO |" in doc and f"\n| {max_op + 1} |" not in doc
+    # No stale number is left in the header checks or the set-up.
+    stale = [line for line in doc.splitlines()
+             if re.search(r"`version` ≠ (?!%d\b)\d|`op` = 0 or > (?!%d\b)\d" % (version, max_op),
+                          line)]
+    assert stale == []
 
 
 # ---- Per-op mismatches: an error reply, the payload discarded, the stream stays in step ---

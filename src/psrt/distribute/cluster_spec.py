@@ -12,7 +12,9 @@ Where this process sits in the cluster comes from ``TF_CONFIG``
 
 from __future__ import annotations
 
+import ipaddress
 import operator
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,12 +47,67 @@ def _parse_task_index(job_name: str, key: Any) -> int:
     return index
 
 
+_HOST_CHARS = frozenset(string.ascii_letters + string.digits + "-_")
+
+
+def _address_problem(address: str) -> str | None:
+    """What is wrong with a stripped ``host:port`` address, or None when nothing is."""
+    if not address:
+        return "it is empty"
+    if any(c.isspace() for c in address):
+        return "it contains whitespace"
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return "it has no port"
+    if not port:
+        return "the port is empty"
+    if not (port.isascii() and port.isdigit()):
+        return f"the port {port!r} is not a number"
+    if int(port) > 65535:
+        return f"the port {int(port)} is out of range (0..65535)"
+    if not host:
+        return "the host is empty"
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"{host} is not an IPv6 address"
+        return None
+    if ":" in host:
+        return f"the host {host!r} has a ':'; write an IPv6 host in brackets ('[::1]:2222')"
+    if host.endswith("."):
+        return f"the host {host!r} ends with a dot"
+    labels = host.split(".")
+    if any(not label for label in labels):
+        return f"the host {host!r} has an empty label (a leading dot or '..')"
+    for label in labels:
+        bad = sorted(set(label) - _HOST_CHARS)
+        if bad:
+            return (f"the host {host!r} has {bad[0]!r}; a host name takes letters, digits, "
+                    f"'-', '_' and '.'")
+    return None
+
+
 def _check_address(job_name: str, index: int, address: Any) -> str:
+    """``address`` with surrounding whitespace stripped (``--ps_hosts 'h:1, h:2'`` split on
+    ","), checked.
+
+    Raises:
+        TypeError: not a str.
+        ValueError: a malformed address, naming it, its job and its task index.
+    """
     if not isinstance(address, str):
         raise TypeError(
             f"address of task {index} in job {job_name!r} must be a 'host:port' str, "
             f"got {address!r} (type {type(address).__name__})")
-    return address
+    stripped = address.strip()
+    problem = _address_problem(stripped)
+    if problem is not None:
+        raise ValueError(
+            f"address {address!r} of task {index} in job {job_name!r} is malformed: "
+            f"{problem}; expected 'host:port' (a host name, an IPv4 address or an IPv6 "
+            f"address in brackets, then a port 0..65535)")
+    return stripped
 
 
 class ClusterSpec:
@@ -69,7 +126,12 @@ class ClusterSpec:
     Differences from TF: there is no ``ClusterDef`` protobuf (``as_cluster_def`` is
     absent); ``None`` gives an empty cluster (TF raises ``TypeError``); task addresses
     must be ``str`` (TF also takes ``bytes``); negative task indices are rejected;
-    ``==`` is only true against another ``ClusterSpec``.
+    ``==`` is only true against another ``ClusterSpec``. Beyond TF, every address has its
+    surrounding whitespace stripped (``--ps_hosts 'h:1, h:2'`` split on ``","`` gives
+    ``"h:2"``), and a malformed one is refused here, not when its task fails to start: it
+    must be ``host:port`` with a host name (letters, digits, ``-``, ``_``, dots between
+    labels, no trailing dot), an IPv4 address or a bracketed IPv6 address (``[::1]:2222``),
+    and a port 0..65535 (0: the OS chooses, for a task's own server).
 
     Args:
         cluster: A dict mapping job names (str) to (i) a list or tuple of
@@ -82,7 +144,9 @@ class ClusterSpec:
         TypeError: ``cluster`` is not one of the types above, a job name is not a str,
             a job's tasks are neither a list/tuple nor a dict, or an address is not a
             str.
-        ValueError: a sparse task index is not an integer or is negative.
+        ValueError: a sparse task index is not an integer or is negative; an address is
+            malformed (no port, a port out of range, an empty host, a trailing dot,
+            whitespace inside), naming the address, its job and its task index.
     """
 
     __hash__ = None  # type: ignore[assignment]  # Compared by value, unhashable, as TF's.

@@ -382,7 +382,11 @@ def placeholder(dtype: Any, shape: Sequence[int | None] | None = None,
 
     A run that needs it (it is fetched, or a fetched tensor or train op reads it) must feed
     it: ``feed_dict`` keys may be the placeholder itself, its name (``"x"``) or its tensor
-    name (``"x:0"``). The fed value is converted to ``dtype`` and checked against ``shape``.
+    name (``"x:0"``). The fed value is converted to ``dtype`` and checked against ``shape``
+    before anything of the run is sent, as TF's session does; a value that does not convert
+    exactly (None or a string in a float feed, 1.5 or 2**40 in an int32 one) is
+    InvalidArgumentError naming the placeholder, the dtype and the value
+    (``psrt.framework.autodiff.exact_feed_array``).
 
     Args:
         dtype: The element type (numpy dtype or type, e.g. ``numpy.float32``).

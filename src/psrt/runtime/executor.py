@@ -180,8 +180,16 @@ class Executor:
         return fetch.build(results[extra:len(leaves)])
 
     def _feeds(self, feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
-        """``feed_dict`` keyed by name; a placeholder's value converted to its dtype and
-        checked against its shape, as TF's session does."""
+        """``feed_dict`` keyed by name; a placeholder's value converted exactly to its dtype
+        and checked against its shape, a fed derived tensor's converted exactly to its dtype,
+        as TF's session converts every feed (``_autodiff.exact_feed_array``), before
+        anything of the run is sent.
+
+        Raises:
+            InvalidArgumentError: a value that does not convert exactly, naming the tensor,
+                its dtype and the value.
+            ValueError: a placeholder's value of another shape.
+        """
         if not feed_dict:
             return {}
         nodes = _graph.nodes_of(self._host._graph)
@@ -193,15 +201,11 @@ class Executor:
                     out[p.op.name] = _autodiff.convert_feed(p, v)
                 continue
             if isinstance(k, Tensor):
-                if k.op.type == "Placeholder":
-                    val = _autodiff.convert_feed(k, val)
-                out[k.op.name] = val
+                out[k.op.name] = _convert(k, val)
                 continue
             name = _autodiff.feed_name(k)
             node = nodes.get(name)
-            if node is not None and node.type == "Placeholder":
-                val = _autodiff.convert_feed(node.outputs[0], val)
-            out[name] = val
+            out[name] = val if node is None else _convert(node.outputs[0], val)
         return out
 
     def _by_name(self, name: str) -> Any:
@@ -729,6 +733,15 @@ def _part_views(v: Any, arr: np.ndarray) -> list[np.ndarray]:
         off = v.offsets
         return [arr[off[k]:off[k + 1]] for k in range(len(off) - 1)]
     return [arr]
+
+
+def _convert(t: Tensor, value: Any) -> Any:
+    """A fed value of ``t`` converted as TF's session converts feeds: a placeholder's to its
+    dtype and shape, a derived tensor's (one of a known dtype) to its dtype."""
+    if t.op.type == "Placeholder":
+        return _autodiff.convert_feed(t, value)
+    dt = t.op._dtypes[0] if t.op._single and t.op._dtypes else None
+    return value if dt is None else _autodiff.exact_feed_array(t.op.name, dt, value)
 
 
 def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:

@@ -24,12 +24,10 @@ _logger = logging.getLogger("psrt")
 EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
 
 
-def _split_port(job: str, index: int, address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise errors.InvalidArgumentError(
-            None, None, f"address '{address}' of /job:{job}/task:{index} has no valid port; "
-                        f"expected host:port")
+def _split_port(address: str) -> tuple[str, int]:
+    """The host (brackets of an IPv6 one removed) and port of an address ClusterSpec
+    checked."""
+    host, _, port = address.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host or "0.0.0.0", int(port)
@@ -52,8 +50,9 @@ class Server:
 
     Raises:
         ValueError: "Must specify an explicit `job_name`." / "... `task_index`." when they
-            cannot be inferred; an unknown job or task index, naming the valid ones.
-        InvalidArgumentError: this task's address has no port.
+            cannot be inferred; an unknown job or task index, naming the valid ones; a
+            malformed address in the cluster (no port, a port out of range, ...), naming it,
+            its job and its index (:class:`ClusterSpec`).
         UnavailableError: the port is already in use (the message says "already in use").
     """
 
@@ -81,7 +80,7 @@ class Server:
         self._job = job_name
         self._task = int(task_index)
         self._address = cluster.task_address(job_name, self._task)
-        self._host, self._port = _split_port(job_name, self._task, self._address)
+        self._host, self._port = _split_port(self._address)
         self._core: _core.Server | None = None
         self._lock = threading.Lock()
         self._config = config if isinstance(config, ConfigProto) else ConfigProto()
@@ -160,10 +159,13 @@ class Server:
                          self.target, self._name(), host, self._core.port)
 
     def stop(self) -> None:
-        """Stops serving and frees the port (psrt addition; TF servers never stop)."""
+        """Stops serving and frees the port (psrt addition; TF servers never stop). Until
+        then a started server serves even when the script keeps no reference to it (as TF's,
+        until the process ends)."""
         with self._lock:
             if self._core is not None:
                 self._core.stop()
+            _targets.release(self)
 
     def join(self, exit_when_workers_done: bool | None = None) -> None:
         """Blocks until the server stops, as ``tf.train.Server.join``; the GIL is released
@@ -208,6 +210,8 @@ class Server:
         finally:
             for sig, h in previous.items():
                 signal.signal(sig, h)
+            if self._core.stopped:
+                _targets.release(self)
 
     def _log_events(self) -> None:
         """Logs what the core recorded: refused or failed authentication (WARNING, with the

@@ -1,7 +1,11 @@
 """The servers this process started, by target (``grpc://host:port``), and the cluster
 definition a task tells its peers (CLUSTER_INFO, docs/protocol.md). A session or a monitored
 session finds the Server of its own target here, so it knows its cluster and task as TF's does
-with no cluster_def."""
+with no cluster_def.
+
+A started server is also held here, strongly, until it is stopped (``Server.stop``, or the end
+of ``Server.join``): as TF's in-process server, it keeps serving when the script drops its last
+reference (a TF1 helper that returns only ``server.target``) until the process ends."""
 
 from __future__ import annotations
 
@@ -13,11 +17,21 @@ from psrt.distribute.cluster_spec import ClusterSpec
 from psrt.framework import errors
 
 _targets: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+# id(server) -> server, for every started server not stopped yet: what keeps it serving.
+_serving: dict[int, Any] = {}
 
 
 def register(target: str, server: Any) -> None:
-    """Records ``server`` (a started ``psrt.train.Server``) as the one serving ``target``."""
+    """Records ``server`` (a started ``psrt.train.Server``) as the one serving ``target``,
+    and keeps it alive until :func:`release`."""
     _targets[target] = server
+    _serving[id(server)] = server
+
+
+def release(server: Any) -> None:
+    """Lets ``server`` go (it stopped): it is collected with its last other reference.
+    :func:`lookup` finds it until then."""
+    _serving.pop(id(server), None)
 
 
 def lookup(target: str) -> Any:
