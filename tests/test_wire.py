@@ -215,7 +215,8 @@ def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
         _, msg = expect_error(sock, fr.INVALID_ARGUMENT, "unknown op 255")
     max_op = int(re.search(r"valid ops are 1\.\.(\d+)", msg).group(1))
     assert (version, max_op) == (5, 17)   # csrc/wire.h: kWireVersion, kMaxOp (CLUSTER_INFO)
-    with open(os.path.join(os.path.dirname(SRC), "docs", "protocol.md"), encoding="utf-8") as f:
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(repo, "docs", "protocol.md"), encoding="utf-8") as f:
         doc = f.read()
     assert doc.startswith(f"# The psrt wire protocol, version {version}\n")
     assert f"| `version` | wire version of the sender: `{version}`" in doc
