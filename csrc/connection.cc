@@ -25,6 +25,22 @@ std::string FormatSeconds(double s) {
 
 }  // namespace
 
+Status Connection::ReadFrameBytes(void* buf, size_t n) {
+  const ServerOptions& options = server->options;
+  Status st;
+  if (!authenticated && options.hello_timeout_s > 0) {
+    const auto deadline = accepted_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                            std::chrono::duration<double>(options.hello_timeout_s));
+    st = ReadFullBy(fd, buf, n, peer, options.stall_timeout_s, deadline,
+                    options.secret.empty() ? "HELLO" : "HELLO and AUTH", options.hello_timeout_s);
+    if (st.code() == Code::kDeadlineExceeded) server->events.Add("closed " + st.message());
+  } else {
+    st = ReadFullWithin(fd, buf, n, peer, options.stall_timeout_s);
+    if (st.code() == Code::kDeadlineExceeded) server->events.Add("dropped " + st.message());
+  }
+  return st;
+}
+
 uint8_t* Connection::Small() {
   if (!small) small.reset(new (std::nothrow) uint8_t[kSmallPayload]);
   return small.get();
@@ -34,7 +50,7 @@ Status Connection::Discard(uint64_t n) {
   uint8_t scratch[65536];
   while (n > 0) {
     size_t k = n < sizeof scratch ? static_cast<size_t>(n) : sizeof scratch;
-    PSRT_RETURN_IF_ERROR(ReadFull(fd, scratch, k, peer));
+    PSRT_RETURN_IF_ERROR(ReadFrameBytes(scratch, k));
     n -= k;
   }
   return Status::Ok();
@@ -105,13 +121,8 @@ void Connection::Serve() {
   const ServerOptions& options = server->options;
   while (!server->stopping.load()) {
     uint8_t hb[kHeaderSize];
-    bool eof = false;
     if (!AwaitFrame()) break;
-    Status rs = ReadFullWithin(fd, hb, kHeaderSize, peer, options.stall_timeout_s);
-    if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) server->events.Add("dropped " + rs.message());
-      break;
-    }
+    if (!ReadFrameBytes(hb, kHeaderSize).ok()) break;
     Header h = DecodeHeader(hb);
     // A frame the server may stream (a dense PUSH, an ASSIGN, a REGISTER with its initial
     // value) is bounded here only by the largest variable; Dispatch then checks it against its

@@ -52,6 +52,11 @@ struct Connection {
                   const std::function<void(const uint8_t*, uint64_t, size_t)>& use);
   // Reads and drops n payload bytes so the stream stays in step after a refused frame.
   Status Discard(uint64_t n);
+  // Reads n bytes of a frame: bounded by stall_timeout_s between bytes and, until HELLO (and
+  // AUTH) completed, by what is left of hello_timeout_s in all (a peer that sends part of a
+  // HELLO is closed at hello_timeout_s, not at the stall timeout). A deadline that passes is
+  // recorded as an event naming the peer.
+  Status ReadFrameBytes(void* buf, size_t n);
   // The small-payload buffer, allocated at first use; null when out of memory.
   uint8_t* Small();
 

@@ -266,11 +266,7 @@ bool Dispatch(ServerImpl& s, Connection* conn, const Header& h) {
       return conn->Reply(h, Status(Code::kResourceExhausted,
                                    "cannot allocate " + std::to_string(h.payload_len) + " bytes"));
     }
-    Status rs = ReadFullWithin(conn->fd, p, h.payload_len, conn->peer, s.options.stall_timeout_s);
-    if (!rs.ok()) {
-      if (rs.code() == Code::kDeadlineExceeded) s.events.Add("dropped " + rs.message());
-      return false;
-    }
+    if (!conn->ReadFrameBytes(p, static_cast<size_t>(h.payload_len)).ok()) return false;
   }
 
   if ((op == Op::kHello || op == Op::kWorkerDone) && !IsUtf8(p, h.payload_len))

@@ -191,6 +191,50 @@ Status ReadFullWithin(int fd, void* buf, size_t n, const std::string& peer, doub
   return Status::Ok();
 }
 
+Status ReadFullBy(int fd, void* buf, size_t n, const std::string& peer, double stall_s,
+                  std::chrono::steady_clock::time_point deadline, const std::string& what,
+                  double limit_s) {
+  using Clock = std::chrono::steady_clock;
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t got = 0;
+  Clock::time_point stall_at = Clock::time_point::max();
+  const auto stall = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(stall_s > 0 ? stall_s : 0));
+  if (stall_s > 0) stall_at = Clock::now() + stall;
+  while (got < n) {
+    const auto now = Clock::now();
+    const auto until = std::min(deadline, stall_at);
+    if (now >= until) {
+      char secs[32];
+      snprintf(secs, sizeof secs, "%g", now >= deadline ? limit_s : stall_s);
+      if (now >= deadline)
+        return Status(Code::kDeadlineExceeded,
+                      peer + " did not complete its " + what + " within " + secs + " s");
+      return Status(Code::kDeadlineExceeded, "no data from " + peer + " for " + secs +
+                                                 " s in the middle of a frame");
+    }
+    const auto left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    const int rc = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return Unavailable(ErrnoMessage("poll for", peer, errno));
+    }
+    if (rc == 0) continue;
+    const ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+      if (stall_s > 0) stall_at = Clock::now() + stall;
+    } else if (r == 0) {
+      return Unavailable("connection closed by " + peer);
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Unavailable(ErrnoMessage("recv from", peer, errno));
+    }
+  }
+  return Status::Ok();
+}
+
 Status WriteFull(int fd, struct iovec* iov, int iovcnt, const std::string& peer) {
   while (iovcnt > 0) {
     struct msghdr msg;

@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,12 @@ Status WriteFull(int fd, struct iovec* iov, int iovcnt, const std::string& peer)
 // ReadFull that gives up on a silent peer: DeadlineExceeded ("no data from PEER for S s in
 // the middle of a frame") when no byte arrives for stall_s seconds; stall_s <= 0: no bound.
 Status ReadFullWithin(int fd, void* buf, size_t n, const std::string& peer, double stall_s);
+// ReadFullWithin that also ends at `deadline`, however steadily the peer trickles bytes in
+// (a connection that must complete HELLO by then): DeadlineExceeded ("PEER did not complete
+// its WHAT within S s") once it passes.
+Status ReadFullBy(int fd, void* buf, size_t n, const std::string& peer, double stall_s,
+                  std::chrono::steady_clock::time_point deadline, const std::string& what,
+                  double limit_s);
 
 void SetNoDelay(int fd);
 Status SetNonBlocking(int fd, bool on);

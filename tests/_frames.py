@@ -121,9 +121,14 @@ def is_closed(sock: socket.socket) -> bool:
     return data == b""
 
 
+def hello_frame(job: bytes = b"worker", task: int = 0, **fields: Any) -> bytes:
+    """A whole HELLO frame of /job:JOB/task:TASK (fields override the header's)."""
+    return frame(HELLO, job, var_id=task, **fields)
+
+
 def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0) -> dict[str, Any]:
     """Sends HELLO and returns the reply header (asserting it is OK)."""
-    sock.sendall(frame(HELLO, job, var_id=task))
+    sock.sendall(hello_frame(job, task))
     got = read_frame(sock)
     assert got is not None, "connection closed during HELLO"
     h, _ = got

@@ -770,6 +770,55 @@ def test_idle_and_silent_peers_are_closed_and_logged(own_ps):
         in events, events
 
 
+def test_a_half_sent_hello_is_closed_within_hello_timeout(own_ps):
+    # Issue 22, item 3: part of a HELLO (a header cut short, a payload cut short, or a HELLO
+    # trickled in a byte at a time) held the connection for the stall timeout (60 s), not
+    # hello_timeout. Each is closed within hello_timeout + 1 s of its connect.
+    hello_timeout = 2.0
+    proc = own_ps(hello_timeout=hello_timeout, stall_timeout=60.0)
+    hello = fr.hello_frame(b"worker", task=0)
+    partial_header = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+    partial_payload = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+    trickle = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+    t0 = time.monotonic()
+    socks = (partial_header, partial_payload, trickle)
+    with contextlib.ExitStack() as stack:
+        for s in socks:
+            stack.enter_context(contextlib.closing(s))
+        partial_header.sendall(hello[:30])
+        partial_payload.sendall(hello[:-3])
+        closed_at: dict[int, float] = {}
+        sent = 0
+        while len(closed_at) < len(socks) and time.monotonic() - t0 < 10:
+            if 2 not in closed_at and sent < len(hello):
+                try:
+                    trickle.sendall(hello[sent:sent + 1])  # one byte every 0.1 s: never stalls
+                    sent += 1
+                except OSError:
+                    closed_at[2] = time.monotonic() - t0
+            for i, s in enumerate(socks):
+                if i in closed_at:
+                    continue
+                s.setblocking(False)
+                try:
+                    if s.recv(1) == b"":
+                        closed_at[i] = time.monotonic() - t0
+                except BlockingIOError:
+                    pass
+                except ConnectionResetError:
+                    closed_at[i] = time.monotonic() - t0
+            time.sleep(0.1)
+        assert sorted(closed_at) == [0, 1, 2], closed_at
+        for i, at in closed_at.items():
+            assert hello_timeout - 0.5 <= at <= hello_timeout + 1.0, (i, at)
+    deadline = time.monotonic() + 5
+    while sum("did not complete its HELLO within 2 s" in e for e in proc.events()) < 3:
+        assert time.monotonic() < deadline, proc.events()
+        time.sleep(0.05)
+    assert_in_step(own_ps.connect(proc))  # the others are served as before
+    assert proc.alive(), proc.stderr()
+
+
 def test_idle_worker_with_a_heartbeat_keeps_its_connection(own_ps):
     # The request connection idles past idle_timeout, but its task's heartbeat keeps pinging:
     # a live worker computing for a long time is not cut off.
