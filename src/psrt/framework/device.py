@@ -113,6 +113,7 @@ class DeviceSpec:
 
     @job.setter
     def job(self, job: str | None) -> None:
+        """Sets ``job`` (None clears it); a bad value is ValueError naming it."""
         if job is not None and (not isinstance(job, str) or not job):
             raise ValueError(f"device job must be a non-empty str, got {job!r}")
         self._job = job
@@ -124,6 +125,7 @@ class DeviceSpec:
 
     @replica.setter
     def replica(self, replica: int | None) -> None:
+        """Sets ``replica`` (None clears it); a bad value is ValueError naming it."""
         self._replica = None if replica is None else _to_index(replica, "replica")
 
     @property
@@ -133,6 +135,7 @@ class DeviceSpec:
 
     @task.setter
     def task(self, task: int | None) -> None:
+        """Sets ``task`` (None clears it); a bad value is ValueError naming it."""
         self._task = None if task is None else _to_index(task, "task")
 
     @property
@@ -142,6 +145,7 @@ class DeviceSpec:
 
     @device_type.setter
     def device_type(self, device_type: str | None) -> None:
+        """Sets ``device_type`` (None clears it); a bad value is ValueError naming it."""
         if device_type is not None:
             if not isinstance(device_type, str) or not device_type:
                 raise ValueError(
@@ -158,6 +162,7 @@ class DeviceSpec:
 
     @device_index.setter
     def device_index(self, device_index: int | None) -> None:
+        """Sets ``device_index`` (None clears it); a bad value is ValueError naming it."""
         self._device_index = (
             None if device_index is None else _to_index(device_index, "index"))
 

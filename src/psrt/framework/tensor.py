@@ -213,6 +213,8 @@ class Tensor(TensorOperators):
 
     @shape.setter
     def shape(self, shape: Any) -> None:
+        """Sets the static shape (anything :func:`as_shape` takes: a TensorShape, a list of
+        int or None, or None for an unknown rank)."""
         self._shape = as_shape(shape)._as_tuple()
 
     def set_shape(self, shape: Any) -> None:

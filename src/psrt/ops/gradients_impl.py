@@ -35,6 +35,8 @@ class _Backward:
             list(self.plan.placeholders)
 
     def run(self, *values: Any) -> list[Any]:
+        """The gradients (numpy arrays, in ``xs`` order) from the values of ``reads``: the
+        variables and lookup rows first, then the placeholders."""
         nv = len(self.plan.variables) + len(self.plan.run_inputs)
         var_values = {id(r): v for r, v in zip(self.reads[:nv], values[:nv])}
         feeds = {p.op.name: v for p, v in zip(self.reads[nv:], values[nv:])}
