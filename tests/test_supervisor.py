@@ -15,8 +15,15 @@ against ps subprocesses. Every ps task binds a port the OS hands out and is reap
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
 import time
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -24,8 +31,10 @@ import pytest
 import psrt
 from psrt import errors
 
+from _cluster import _child_env, reap
 from _mts_cluster import (  # noqa: F401  (fixtures)
     Job,
+    cluster_of,
     fresh_graph,
     initial_values,
     job,
@@ -38,6 +47,15 @@ STATE_KEYS = ("W", "b", "W/Adagrad", "b/Adagrad", "global_step")
 def _steps_of(logdir: str) -> list[int]:
     state = psrt.train.get_checkpoint_state(logdir)
     return [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]
+
+
+def _first_checkpoint(logdir: str, timeout: float = 60.0) -> str:
+    """The first checkpoint the checkpoint thread writes in ``logdir`` (waited for)."""
+    deadline = time.monotonic() + timeout
+    while (latest := psrt.train.latest_checkpoint(logdir)) is None:
+        assert time.monotonic() < deadline, f"no checkpoint in {logdir} within {timeout} s"
+        time.sleep(0.01)
+    return latest
 
 
 def _supervisor(job: Job, logdir: str | None, is_chief: bool = True,
@@ -113,6 +131,140 @@ def test_supervisor_restores_from_logdir_on_restart(tasks, tmp_path):
     assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-50")
 
 
+def test_the_chief_saves_when_its_services_start(tasks, tmp_path):
+    # TF's SVTimerCheckpointThread is a coordinator.LooperThread (tensorflow/python/training/
+    # supervisor.py, coordinator.py): LooperThread.run sets next_timer_time = time.time() and
+    # calls run_loop before its first wait, so the chief saves at once, then every
+    # save_model_secs. Issue 22, item 8: psrt waited save_model_secs (600 s) first, so a job
+    # killed in its first interval had no checkpoint at all.
+    logdir = str(tmp_path / "logs")
+    ps = tasks.ps(1, workers=1)
+    chief = tasks.worker("chief", ps, 1, 0, role="sv_worker", logdir=logdir, last_step=10,
+                         init_seed=3, save_model_secs=600, pause_before_training=120)
+    assert chief.expect("session")["step"] == 0
+    assert _first_checkpoint(logdir, timeout=30) == os.path.join(logdir, "model.ckpt-0")
+    chief.kill9()                     # no final save: only the first one exists
+    assert _steps_of(logdir) == [0]
+    reader = psrt.train.load_checkpoint(logdir)
+    init = initial_values(3)
+    np.testing.assert_array_equal(reader.get_tensor("W"), init["W"])
+    np.testing.assert_array_equal(reader.get_tensor("b"), init["b"])
+    assert reader.get_tensor("global_step") == 0
+
+
+SIGINT_DURING_SAVES = """
+import sys
+import numpy as np
+import psrt
+
+ps_address, logdir, mode = sys.argv[1:]
+cluster = psrt.train.ClusterSpec({"ps": [ps_address], "worker": ["127.0.0.1:0"]})
+server = psrt.train.Server(cluster, job_name="worker", task_index=0)
+with psrt.device(psrt.train.replica_device_setter(cluster=cluster)):
+    big = psrt.Variable(np.zeros((4096, 4096), np.float32), name="big")  # 64 MiB per save
+    gs = psrt.train.get_or_create_global_step()
+sv = psrt.train.Supervisor(logdir=logdir, global_step=gs, save_model_secs=0.01,
+                           summary_op=None, summary_writer=None)
+if mode == "managed":
+    with sv.managed_session(server.target) as sess:
+        while True:
+            sess.run(gs)
+else:   # TF1's other loop: prepare_or_wait_for_session, train, sv.stop() never reached
+    sess = sv.prepare_or_wait_for_session(server.target)
+    while True:
+        sess.run(gs)
+"""
+
+
+@pytest.mark.parametrize("mode", ["managed", "prepare"])
+def test_ctrl_c_during_a_save_leaves_no_temporary_files(tasks, tmp_path, mode):
+    # Issue 22, item 8: SIGINT while the checkpoint thread wrote left
+    # .model.ckpt-N.psrt-tmp-* behind when the loop did not reach sv.stop() (the interpreter
+    # exited past the daemon thread). The signal is sent once a temporary file exists.
+    logdir = tmp_path / "logs"
+    ps = tasks.ps(1, workers=1)
+    address = cluster_of(ps, 1)["ps"][0]
+    proc = subprocess.Popen([sys.executable, "-c", SIGINT_DURING_SAVES, address, str(logdir),
+                             mode], env=_child_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        seen: list[str] = []
+        while not seen:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "no save started within 60 s"
+            seen = [n for n in (os.listdir(logdir) if logdir.exists() else [])
+                    if ".psrt-tmp-" in n]
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        reap(proc)
+    assert "KeyboardInterrupt" in err, err
+    left = sorted(os.listdir(logdir))
+    assert [n for n in left if ".psrt-tmp-" in n] == [], (seen, left)
+    # What is there is whole: every checkpoint the state file lists loads.
+    state = psrt.train.get_checkpoint_state(str(logdir))
+    if state is not None:
+        for path in state.all_model_checkpoint_paths:
+            assert psrt.train.load_checkpoint(path).get_tensor("big").shape == (4096, 4096)
+
+
+READ_ONLY_LOGDIR = """
+import json, sys
+import numpy as np
+import psrt
+from psrt import errors
+
+psrt.Variable(np.zeros(3, np.float32), name="W")
+gs = psrt.train.get_or_create_global_step()
+for logdir, writer in ((sys.argv[1], "default"), (sys.argv[1], None),
+                       (sys.argv[1] + "/run1", None)):
+    kwargs = {} if writer == "default" else {"summary_writer": None}
+    try:
+        psrt.train.Supervisor(logdir=logdir, global_step=gs, **kwargs)
+        print("CREATED", logdir, flush=True)
+    except errors.PermissionDeniedError as e:
+        print("REFUSED", json.dumps(e.message), flush=True)
+"""
+
+
+def _read_only(directory: str) -> Callable[[], None]:
+    """Makes ``directory`` read-only for this test's processes (mode 555, or, for root, whom
+    modes do not stop, the immutable attribute); returns what undoes it."""
+    if os.geteuid() != 0:
+        os.chmod(directory, 0o555)
+        return lambda: os.chmod(directory, 0o755)
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", directory], capture_output=True).returncode != 0:
+        pytest.skip("running as root, and chattr +i is not available here")
+    return lambda: subprocess.run(["chattr", "-i", directory], check=True)
+
+
+def test_a_read_only_logdir_is_permission_denied_naming_it_when_the_supervisor_is_built(
+        tmp_path):
+    # Issue 22, item 8: a read-only checkpoint directory gave a raw OSError (tensorboardX's
+    # events file) or, with no summary writer, only a warning at the final save. Now it is
+    # PermissionDeniedError naming the directory, from the constructor, before any session.
+    # TF's chief fails there too (its FileWriter creates the events file in logdir).
+    ro = str(tmp_path / "ro")
+    os.mkdir(ro)
+    undo = _read_only(ro)
+    try:
+        proc = subprocess.run([sys.executable, "-c", READ_ONLY_LOGDIR, ro], env=_child_env(),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        undo()
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["REFUSED"] * 3, proc.stdout
+    messages = [json.loads(line.split(" ", 1)[1]) for line in lines]
+    denied = r" failed: (Permission denied \(errno 13\)|Operation not permitted \(errno 1\))$"
+    for message, what, path in zip(messages, ["Creating a file in"] * 2 + ["Creating"],
+                                   [ro, ro, os.path.join(ro, "run1")]):
+        assert re.match(re.escape(f"{what} the Supervisor's logdir {path!r}") + denied,
+                        message), message
+
+
 # ---- the Supervisor API in this process -------------------------------------------------------
 
 def test_prepare_or_wait_for_session_request_stop_and_stop(job, tmp_path):
@@ -129,15 +281,18 @@ def test_prepare_or_wait_for_session_request_stop_and_stop(job, tmp_path):
         init = initial_values(5)
         np.testing.assert_array_equal(sess.run(m.W), init["W"])
         assert sess.run(m.global_step) == 0
+        # TF's checkpoint thread saves when the services start (its first loop is at once).
+        assert _first_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-0")
         assert sv.start_queue_runners(sess) == []
         assert not sv.should_stop()
         steps = [sess.run([m.train_op, m.global_step])[1] for _ in range(3)]
         assert steps == [1, 2, 3]
         sv.request_stop()
         assert sv.should_stop() and sv.coord.should_stop()
-        assert psrt.train.latest_checkpoint(logdir) is None  # 600 s: no periodic save yet
+        assert _steps_of(logdir) == [0]  # 600 s: no periodic save since
         sv.stop()
         assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-3")
+        assert _steps_of(logdir) == [0, 3]
     finally:
         sess.close()
 
@@ -188,7 +343,7 @@ def test_managed_session_keeps_the_last_good_checkpoint_when_the_body_raises(job
     # save. psrt saves on exit only when the body ended cleanly or was interrupted.
     m = job.model
     logdir = str(tmp_path / "logs")
-    sv = _supervisor(job, logdir)
+    sv = _supervisor(job, logdir, save_model_secs=0)  # no checkpoint thread: saves by hand
     with pytest.raises(psrt.train.NanLossDuringTrainingError):
         with sv.managed_session(job.target) as sess:
             sess.run(m.train_op)
@@ -197,7 +352,7 @@ def test_managed_session_keeps_the_last_good_checkpoint_when_the_body_raises(job
             raise psrt.train.NanLossDuringTrainingError()
     assert psrt.train.latest_checkpoint(logdir) == os.path.join(logdir, "model.ckpt-1")
     assert _steps_of(logdir) == [1]
-    sv2 = _supervisor(job, str(tmp_path / "logs2"))
+    sv2 = _supervisor(job, str(tmp_path / "logs2"), save_model_secs=0)
     with pytest.raises(KeyboardInterrupt):
         with sv2.managed_session(job.target) as sess:
             sess.run(m.train_op)

@@ -233,17 +233,15 @@ def write_checkpoint_file(path, tensors, metadata=None,
     # place, which a crash would leave behind under a name psrt cannot recognise.
     data = safetensors.numpy.save(arrays, metadata=meta)
 
-    def write(tmp):
-        with open(tmp, "xb") as f:
-            if progress is None:
-                f.write(data)
-            else:
-                progress.begin(len(data))
-                view = memoryview(data)
-                for start in range(0, len(data), _CHUNK_BYTES):
-                    f.write(view[start:start + _CHUNK_BYTES])
-                    progress.add(min(_CHUNK_BYTES, len(data) - start))
-            f.flush()
+    def write(f):
+        if progress is None:
+            f.write(data)
+        else:
+            progress.begin(len(data))
+            view = memoryview(data)
+            for start in range(0, len(data), _CHUNK_BYTES):
+                f.write(view[start:start + _CHUNK_BYTES])
+                progress.add(min(_CHUNK_BYTES, len(data) - start))
 
     atomic_file._atomic_write(path, write)
 

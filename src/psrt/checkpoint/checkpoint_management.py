@@ -360,9 +360,8 @@ def _update_checkpoint_state_internal(save_dir, model_checkpoint_path,
                            "Please use a different save path." % model_checkpoint_path)
     text = str(state)
 
-    def write(tmp):
-        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+    def write(f):
+        f.write(text.encode("utf-8"))
 
     atomic_file._atomic_write(state_file, write)
 

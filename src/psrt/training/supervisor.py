@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from psrt.checkpoint import atomic_file as _atomic_file
 from psrt.checkpoint import saver as _checkpoint
 from psrt.framework import errors
 from psrt.framework import ops as _ops
@@ -31,8 +32,9 @@ _logger = logging.getLogger("psrt")
 
 class Supervisor:
     """The older training helper, as ``tf.train.Supervisor``: the chief initializes or
-    restores from ``logdir``, saves a checkpoint every ``save_model_secs`` and computes the
-    summaries every ``save_summaries_secs`` on threads; other tasks wait for the model.
+    restores from ``logdir``, saves a checkpoint when its services start and then every
+    ``save_model_secs``, and computes the summaries every ``save_summaries_secs``, on
+    threads; other tasks wait for the model.
 
     Summaries, on the chief, as TF: ``summary_writer`` (default a ``FileWriter(logdir)``)
     gets a ``SessionLog`` START when the services start, the value of ``summary_op`` and
@@ -54,9 +56,10 @@ class Supervisor:
             nothing, as TF (e.g. a SyncReplicasOptimizer's ``local_step_init_op`` or
             ``chief_init_op``, which do nothing in psrt). Default None: psrt has no local
             variables or tables to initialize.
-        logdir: Checkpoint directory (None: no checkpoints). The chief restores its latest
-            checkpoint, or, beyond TF, when that one is corrupt, the newest intact one the
-            state file lists (see :meth:`psrt.train.Saver.restore`).
+        logdir: Checkpoint directory (None: no checkpoints), created by the chief when
+            missing. The chief restores its latest checkpoint, or, beyond TF, when that one
+            is corrupt, the newest intact one the state file lists (see
+            :meth:`psrt.train.Saver.restore`).
         summary_op: The summary op the chief's summary thread writes. Default
             (``USE_DEFAULT``): the first op of the ``SUMMARY_OP`` collection, else
             ``psrt.summary.merge_all()`` (None without summary ops). None: no summary
@@ -70,6 +73,10 @@ class Supervisor:
         summary_writer: The chief's ``psrt.summary.FileWriter``. Default: a new one for
             ``logdir`` (none without a ``logdir``). None: no summaries are written.
         init_fn: ``init_fn(sess)`` after ``init_op``.
+
+    Raises:
+        PermissionDeniedError: on the chief, ``logdir`` cannot be created or written to,
+            naming it (TF's chief fails the same way, creating its events file there).
     """
 
     USE_DEFAULT = 0
@@ -116,6 +123,11 @@ class Supervisor:
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
         # As TF, only the chief computes and writes summaries.
         self._save_summaries_secs = save_summaries_secs if is_chief else None
+        if is_chief and logdir:
+            # TF's chief creates logdir through its summary writer, whose events file fails
+            # in a directory it cannot write to; psrt checks it here whatever the writer, so
+            # a read-only logdir fails now, not at the first save.
+            _atomic_file.check_writable_dir(logdir, "the Supervisor's logdir")
         self._summary_writer = None
         if is_chief:
             if summary_writer is Supervisor.USE_DEFAULT:
@@ -123,9 +135,6 @@ class Supervisor:
                     self._summary_writer = _summary_writer.FileWriter(logdir)
             else:
                 self._summary_writer = summary_writer
-        if is_chief and logdir:
-            # TF's chief creates logdir through its summary writer.
-            os.makedirs(logdir, exist_ok=True)
         self._session_manager = session_manager or SessionManager(
             ready_op=self._ready_op, local_init_op=self._local_init_op,
             ready_for_local_init_op=self._ready_for_local_init_op)
@@ -189,8 +198,9 @@ class Supervisor:
         """Starts the chief's services, as TF: with a summary writer, a ``SessionLog`` START
         at the current step, then the summary thread (``summary_op`` at once and every
         ``save_summaries_secs``) and the step counter thread (``global_step/sec``, as
-        often); and the checkpoint thread (every ``save_model_secs``). Without a ``logdir``
-        nothing starts (TF's rule). Returns the threads started.
+        often); and the checkpoint thread (a save at once, then every ``save_model_secs``,
+        as TF's ``SVTimerCheckpointThread``). Without a ``logdir`` nothing starts (TF's
+        rule). Returns the threads started.
 
         Raises:
             RuntimeError: called on a non-chief supervisor.
@@ -259,8 +269,14 @@ class Supervisor:
             self._summary_writer.add_summary(summary, step)
 
     def _checkpoint_loop(self, sess: Session) -> None:
-        while not self._coord_stop.wait(self._save_model_secs):
+        """The checkpoint thread (TF's ``SVTimerCheckpointThread``, a ``coordinator.
+        LooperThread``, whose first ``run_loop`` is at once): a save when the services start,
+        then every ``save_model_secs``, so a job stopped in its first interval has one."""
+        next_time = time.monotonic()
+        while not self._coord_stop.wait(max(0.0, next_time - time.monotonic())):
+            next_time += self._save_model_secs
             try:
+                _logger.info("Saving checkpoint to path %s", self._save_path)
                 self._save(sess)
                 if self._summary_writer is not None and self._global_step is not None:
                     self._summary_writer.add_session_log(
