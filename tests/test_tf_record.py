@@ -24,6 +24,16 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     "data")
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _rewrite(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def _records(n: int = 5) -> list[bytes]:
     # tf_record_test.py's _Record(f, r): "Record %d of file %d"
     return [f"Record {i} of file 0".encode() for i in range(n)]
@@ -48,7 +58,7 @@ def test_framing_layout(tmp_path):
     path = str(tmp_path / "one.tfrecord")
     with python_io.TFRecordWriter(path) as w:
         w.write(b"abc")
-    raw = open(path, "rb").read()
+    raw = _read(path)
     assert len(raw) == 8 + 4 + 3 + 4
     assert struct.unpack("<Q", raw[:8]) == (3,)
     assert struct.unpack("<I", raw[8:12])[0] == tf_record.masked_crc32c(raw[:8])
@@ -70,7 +80,7 @@ def test_reads_tfs_bytes_and_writes_identical_bytes(tmp_path):
     with python_io.TFRecordWriter(out) as w:
         for r in records:
             w.write(r)
-    assert open(out, "rb").read() == open(path, "rb").read()
+    assert _read(out) == _read(path)
 
 
 def test_reads_tfs_gzip_file():
@@ -99,7 +109,7 @@ def test_round_trip(tmp_path, ctype):
         for r in recs:
             w.write(r)
     assert list(python_io.tf_record_iterator(path, opts)) == recs
-    raw = open(path, "rb").read()
+    raw = _read(path)
     if ctype == python_io.TFRecordCompressionType.GZIP:
         framed = gzip.decompress(raw)            # a standard gzip stream
     elif ctype == python_io.TFRecordCompressionType.ZLIB:
@@ -116,7 +126,7 @@ def test_flush_makes_compressed_records_readable(tmp_path):
     w.write(b"first")
     w.flush()
     d = zlib.decompressobj(31)
-    framed = d.decompress(open(path, "rb").read())
+    framed = d.decompress(_read(path))
     assert framed == tf_record.encode_record(b"first")
     w.close()
     w.close()
@@ -142,9 +152,9 @@ def _write(path, recs):
 def test_corrupt_data_crc_is_data_loss_with_file_and_offset(tmp_path):
     path = str(tmp_path / "bad.tfrecord")
     _write(path, [b"hello", b"world"])
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(_read(path))
     raw[21 + 12] ^= 0x01                      # a data byte of the second record (offset 21)
-    open(path, "wb").write(bytes(raw))
+    _rewrite(path, bytes(raw))
     it = python_io.tf_record_iterator(path)
     assert next(it) == b"hello"
     with pytest.raises(DataLossError, match=rf"corrupted record at 21 in file {path}"):
@@ -155,9 +165,9 @@ def test_corrupt_length_crc_is_data_loss(tmp_path):
     # tf_record_test.py testReadTruncatedFile / TFRecordIteratorTest.testReadCorruptedRecord
     path = str(tmp_path / "bad.tfrecord")
     _write(path, [b"hello"])
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(_read(path))
     raw[0] ^= 0x01
-    open(path, "wb").write(bytes(raw))
+    _rewrite(path, bytes(raw))
     with pytest.raises(DataLossError, match="corrupted record at 0"):
         list(python_io.tf_record_iterator(path))
 
@@ -166,8 +176,8 @@ def test_corrupt_length_crc_is_data_loss(tmp_path):
 def test_truncated_is_data_loss(tmp_path, cut):
     path = str(tmp_path / "cut.tfrecord")
     _write(path, [b"hello", b"world"])
-    raw = open(path, "rb").read()
-    open(path, "wb").write(raw[:21 + cut])
+    raw = _read(path)
+    _rewrite(path, raw[:21 + cut])
     with pytest.raises(DataLossError, match=rf"truncated record at 21 in file {path}"):
         list(python_io.tf_record_iterator(path))
 
@@ -177,9 +187,9 @@ def test_corrupt_gzip_is_data_loss(tmp_path):
     with python_io.TFRecordWriter(path, "GZIP") as w:
         for r in _records(50):
             w.write(r)
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(_read(path))
     raw[len(raw) // 2] ^= 0xFF
-    open(path, "wb").write(bytes(raw))
+    _rewrite(path, bytes(raw))
     with pytest.raises(DataLossError, match=path):
         list(python_io.tf_record_iterator(path, "GZIP"))
 
