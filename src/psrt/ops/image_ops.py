@@ -411,14 +411,13 @@ def _resize_nearest(needs: Any, images: Any, size: Any, align_corners: bool,
     b, h, w, c = x.shape
 
     def index(n_in: int, n_out: int) -> np.ndarray:
-        scale = (n_in - 1) / (n_out - 1) if align_corners and n_out > 1 else n_in / n_out
-        i = np.arange(n_out, dtype=np.float64)
-        if half_pixel_centers:
-            src = np.floor((i + 0.5) * scale)
-        elif align_corners:
-            src = np.round(i * scale)
-        else:
-            src = np.floor(i * scale)
+        # resize_nearest_neighbor_op.cc, in float32: roundf (halves away from zero) with
+        # align_corners, floorf otherwise
+        scale = (np.float32(n_in - 1) / np.float32(n_out - 1) if align_corners and n_out > 1
+                 else np.float32(n_in) / np.float32(n_out))
+        i = np.arange(n_out, dtype=np.float32)
+        src = (i + np.float32(0.5)) * scale if half_pixel_centers else i * scale
+        src = np.floor(src + np.float32(0.5)) if align_corners else np.floor(src)
         return np.minimum(src.astype(np.int64), n_in - 1)
 
     return x[:, index(h, oh)][:, :, index(w, ow)], _no_grad(images, size)
