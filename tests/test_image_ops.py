@@ -179,8 +179,11 @@ def test_decode_png_of_tfs_png(sess, ref):  # noqa: F811
     np.testing.assert_array_equal(sess.run(image.decode_image(png)), ref["u8"])
     np.testing.assert_array_equal(sess.run(image.decode_png(image.encode_png(ref["u8"]))),
                                   ref["u8"])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid PNG data"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Expected image \(JPEG, PNG, or GIF\), got unknown format"):
         sess.run(image.decode_png(b"not a png"))
+    # decode_image_op.cc: decode_jpeg and decode_png decode by the data's magic bytes
+    np.testing.assert_array_equal(sess.run(image.decode_jpeg(png)), ref["u8"])
     with pytest.raises(tf.errors.InvalidArgumentError, match="Unknown image file format"):
         sess.run(image.decode_image(b"not an image"))
 

@@ -63,6 +63,15 @@ def _kind_of(data: bytes) -> str:
     return "unknown"
 
 
+def _check_format(data: bytes) -> None:
+    """decode_jpeg and decode_png take JPEG, PNG and (non-animated) GIF data alike, as TF
+    r1.15's DecodeImageOp (decode_image_op.cc), which decodes by the data's first bytes."""
+    if _kind_of(data) not in ("jpeg", "png", "gif"):
+        raise _errors.InvalidArgumentError(
+            None, None, f"Expected image (JPEG, PNG, or GIF), got unknown format starting "
+                        f"with {data[:16]!r}")
+
+
 def _open_image(data: bytes, what: str) -> Any:
     Image = _pil()
     try:
@@ -97,10 +106,7 @@ def _to_channels(img: Any, channels: int, what: str) -> np.ndarray:
 
 def _decode(needs: Any, contents: Any, what: str, channels: int, dtype: Any) -> Any:
     data = as_bytes(np.asarray(contents, dtype=object).item())
-    if _kind_of(data) != what:
-        raise _errors.InvalidArgumentError(
-            None, None, f"Invalid {what.upper()} data, size {len(data)}: the data is "
-            f"{_kind_of(data)}")
+    _check_format(data)
     arr = _to_channels(_open_image(data, what.upper()), channels, f"decode_{what}")
     if dtype != arr.dtype:
         if arr.dtype == np.uint8 and dtype == np.uint16:
@@ -144,6 +150,7 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1,
 
 def _decode_jpeg_kernel(needs: Any, contents: Any, channels: int, ratio: int) -> Any:
     data = as_bytes(np.asarray(contents, dtype=object).item())
+    _check_format(data)
     img = _open_image(data, "JPEG")
     if ratio != 1:
         w, h = img.size
