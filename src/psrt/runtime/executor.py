@@ -363,10 +363,18 @@ class Executor:
                 _own_all(rs)
             return loss, grads
         if op.loss_fn is None:
-            # Given gradients: no values of this step; fetched tensors are computed forward
-            # after it.
-            return None, [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
-                          for g, v in zip(op.grads, var_list)]
+            # Given gradients: arrays, feeds, or tensors (clipped tf.gradients, say) computed
+            # now from the variables' current values; fetched tensors are computed forward
+            # after the push (a fetched gradient tensor keeps the value pushed).
+            grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
+                     for g, v in zip(op.grads, var_list)]
+            tensors = [g for g in grads if isinstance(g, Tensor)]
+            if tensors:
+                memo = self._forward_many(tensors, feeds, rs.fresh_steps if rs else {},
+                                          rs.memo if rs else {})
+                grads = [np.asarray(memo[id(g)], dtype=v.dtype, order="C")
+                         if isinstance(g, Tensor) else g for g, v in zip(grads, var_list)]
+            return None, grads
         values = self._values_for(var_list)
         if rs is not None and rs.pending is not None:
             self._compute_pending(rs, var_list, values, feeds)
@@ -480,7 +488,14 @@ class Executor:
     def _forward_now(self, t: Tensor, feeds: dict[str, Any],
                      fresh_steps: dict[int, int]) -> Any:
         """``t``'s value from the variables' current values (see :meth:`_learning_rate`)."""
-        plan = _autodiff.plan_for([t], feeds)
+        return self._forward_many([t], feeds, fresh_steps, {})[id(t)]
+
+    def _forward_many(self, ts: list[Tensor], feeds: dict[str, Any],
+                      fresh_steps: dict[int, int], memo: dict[int, Any]) -> dict[int, Any]:
+        """``memo`` with the values of ``ts`` (and what they read) computed from the
+        variables' current values: those this run's pushes advanced from their replies,
+        the others pulled in one parallel round trip."""
+        plan = _autodiff.plan_for(ts, feeds)
         values: dict[int, Any] = {}
         pull = []
         for v in plan.variables:
@@ -490,9 +505,10 @@ class Executor:
                 pull.append(v)
         if pull:
             values.update(zip(map(id, pull), self._pull_new(pull)))
-        memo: dict[int, Any] = {}
+        if plan.lookups:
+            _row_lookups.prepare_rows(self, [plan], values, feeds, memo)
         _autodiff.evaluate(plan, values, feeds, memo)
-        return memo[id(t)]
+        return memo
 
     def _sparse_parts(self, v: Any, g: IndexedSlices
                       ) -> list[tuple[Variable, IndexedSlices, np.ndarray]]:
