@@ -139,6 +139,13 @@ from psrt.ops.control_flow_ops import (  # noqa: A004  (TF's names)
 )
 from psrt.ops.gradients_impl import gradients
 from psrt.ops.image_distort_ops import random_crop
+from psrt.ops.indexing_ops import (
+    newaxis,
+    strided_slice,
+    tensordot,
+    unique,
+    unique_with_counts,
+)
 from psrt.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -245,10 +252,12 @@ from psrt.ops.variables import (
     global_variables_initializer,
     initialize_all_variables,
     is_variable_initialized,
+    moving_average_variables,
     report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
 )
+from psrt.ops.sparse_ops import sparse_to_dense
 from psrt.runtime.session import Session
 
 __version__ = "0.1.0"
@@ -383,10 +392,12 @@ __all__ = [
     "min_max_variable_partitioner",
     "minimum",
     "mod",
+    "moving_average_variables",
     "multiply",
     "name_scope",
     "negative",
     "nn",
+    "newaxis",
     "no_op",
     "not_equal",
     "numpy_function",
@@ -436,6 +447,7 @@ __all__ = [
     "slice",
     "sparse_cross_hashed",
     "sparse_placeholder",
+    "sparse_to_dense",
     "split",
     "sqrt",
     "square",
@@ -443,6 +455,7 @@ __all__ = [
     "squeeze",
     "stack",
     "stop_gradient",
+    "strided_slice",
     "string",
     "string_split",
     "string_to_hash_bucket_fast",
@@ -451,6 +464,7 @@ __all__ = [
     "subtract",
     "summary",
     "tanh",
+    "tensordot",
     "tile",
     "to_double",
     "to_float",
@@ -465,6 +479,8 @@ __all__ = [
     "tuple",
     "uint16",
     "uint8",
+    "unique",
+    "unique_with_counts",
     "unsorted_segment_sum",
     "unstack",
     "variable_axis_size_partitioner",

@@ -49,6 +49,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from psrt.framework import dtypes as _dtypes
+from psrt.framework import slicing as _slicing
 from psrt.framework.ops import Graph, VariableBase, get_default_graph
 from psrt.framework.tensor_shape import TensorShape, as_shape, broadcast_static
 
@@ -138,6 +139,20 @@ class TensorOperators:
             except ValueError as e:
                 raise ValueError(f"{sym}: {e}") from None
         return t
+
+    def __getitem__(self, key: Any) -> "Tensor":
+        """``x[key]``: TF's strided slice (an integer index removes its axis, ``None`` adds
+        one, ``...`` stands for the axes not named; scalar int tensors may be indices or
+        bounds), with its gradient, as ``tf.Tensor.__getitem__``
+        (``array_ops._slice_helper``).
+
+        Raises:
+            TypeError: an index that is not an integer, a slice, ``...``, ``None`` or a
+                scalar integer tensor (TF refuses array indices: use ``tf.gather``).
+            ValueError: more than one ellipsis, or an index out of a known dimension.
+        """
+        return strided_slice_op(self, key if isinstance(key, tuple) else (key,), [],
+                                "strided_slice", key)
 
     def __add__(self, other: Any) -> "Tensor":
         return self._binary(other, _ops.add, "add")
@@ -249,9 +264,6 @@ class Tensor(TensorOperators):
             raise ValueError("psrt has no default session: pass session=")
         return session.run(self, feed_dict=feed_dict)
 
-    def __getitem__(self, key: Any) -> "Tensor":
-        return py_func(lambda v: v[key], [self], None, name=_op_name("strided_slice"))
-
     def __iter__(self) -> Any:
         raise TypeError("'Tensor' object is not iterable (its value exists only in a run)")
 
@@ -273,6 +285,40 @@ def _static_shape(x: Any) -> TensorShape:
     if isinstance(x, VariableBase):
         return TensorShape(tuple(x.shape))
     return TensorShape(np.shape(x))
+
+
+def strided_slice_op(x: Any, spec: tuple[Any, ...], dyn: list[Any], name: str | None,
+                     key: Any = None) -> "Tensor":
+    """The graph op of ``x[spec]`` (``framework/slicing.py``): ``dyn`` are the inputs that
+    ``Dyn`` entries of ``spec`` read; a Tensor inside ``spec`` itself is made one of them."""
+    entries: list[Any] = []
+    inputs = list(dyn)
+
+    def dyn_of(b: Any) -> Any:
+        if isinstance(b, (Tensor, VariableBase)):
+            inputs.append(b)
+            return _slicing.Dyn(len(inputs) - 1)
+        return b
+
+    for e in spec:
+        if isinstance(e, slice):
+            entries.append(slice(dyn_of(e.start), dyn_of(e.stop), dyn_of(e.step)))
+        else:
+            entries.append(dyn_of(e))
+    spec = tuple(entries)
+    _slicing.check_spec(spec, spec if key is None else key)
+    for t in inputs:
+        dt = t.dtype
+        if dt is not None and np.dtype(dt).kind not in "iu":
+            raise TypeError(f"{_slicing.INDEX_HELP}, got a tensor of dtype "
+                            f"{np.dtype(dt).name}")
+    shape = _slicing.static_shape(spec, _static_shape(x))
+    kernel = functools.partial(_slicing.strided_slice_kernel, spec=spec)
+    t = py_func(lambda *values: kernel(None, *values)[0], [x, *inputs], x.dtype,
+                name=_op_name(name or "strided_slice"))
+    t.op.vjp = kernel
+    t.shape = shape
+    return t
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:

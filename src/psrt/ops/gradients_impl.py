@@ -9,12 +9,14 @@ a run feeds and pulls them as for any tensor.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from psrt.framework import autodiff as _autodiff
 from psrt.framework import op_def_library as _lib
+from psrt.framework import tensor as _tensor
 from psrt.framework.ops import VariableBase
 from psrt.framework.tensor import Tensor
 from psrt.ops import array_ops as _array
@@ -24,10 +26,13 @@ from psrt.ops import math_ops as _math
 class _Backward:
     """The kernel of one gradients op: every ``xs`` gradient of one combined loss."""
 
-    __slots__ = ("loss", "plan", "xs", "reads", "cache")
+    __slots__ = ("loss", "plan", "xs", "reads", "ys")
 
-    def __init__(self, loss: Tensor, xs: list[Any]) -> None:
+    def __init__(self, loss: Tensor, xs: list[Any], ys: list[Any] | None = None) -> None:
         self.loss = loss
+        # The tensors differentiated, when their gradients are unweighted (their sum is the
+        # loss): a train op can push these gradients from ys[0]'s own backward pass.
+        self.ys = ys
         self.plan = _autodiff.Plan([loss])
         self.xs = xs
         # The op's inputs: what the forward pass reads.
@@ -54,8 +59,23 @@ def _reachable(ys: list[Tensor]) -> set[int]:
     return ids
 
 
-def _grad_kernel(needs: Any, *values: Any, kernel: _Backward, index: int) -> Any:
-    return kernel.run(*values)[index], lambda dy: tuple(None for _ in values)
+def _pick(needs: Any, grads: Any, index: int) -> Any:
+    """One ``x``'s gradient of the backward op's list (not differentiable again)."""
+    return grads[index], lambda dy: (None,)
+
+
+def source_of(t: Any) -> tuple[_Backward, int] | None:
+    """``(backward pass, index into its xs)`` when ``t`` is a tensor :func:`gradients`
+    returned, unchanged; else None (``apply_gradients`` pushes such gradients from the loss's
+    own backward pass, in the training step)."""
+    vjp = t.op.vjp if isinstance(t, Tensor) else None
+    if not isinstance(vjp, functools.partial) or vjp.func is not _pick:
+        return None
+    src = t.op.inputs[0]
+    kernel = getattr(src.op.func, "__self__", None)
+    if not isinstance(kernel, _Backward):
+        return None
+    return kernel, int(vjp.keywords["index"])
 
 
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
@@ -93,16 +113,21 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     loss = terms[0] if len(terms) == 1 else _math.add_n(terms)
     reach = _reachable([loss])
     connected = [x for x in xs if id(x) in reach]
-    kernel = _Backward(loss, connected) if connected else None
+    kernel = _Backward(loss, connected, ys if grad_ys is None else None) if connected else None
+    backward = None
+    if kernel is not None:
+        # One op computes every gradient in one backward pass (once per run: its value, a
+        # list, is computed once like any tensor's); each x's tensor picks its own.
+        backward = _tensor.py_func(kernel.run, kernel.reads, None, name=f"{name}/Backward")
     out: list[Any] = []
     for x in xs:
         if id(x) not in reach:
             out.append(None if unconnected_gradients == "none" else _array.zeros_like(x))
             continue
         assert kernel is not None
-        out.append(_lib.apply_op("Gradients", f"{name}/{_op_label(x)}_grad", kernel.reads,
-                                 _grad_kernel, _lib.static_dtype(x), _lib.static_shape(x),
-                                 kernel=kernel, index=connected.index(x)))
+        out.append(_lib.apply_op("Gradients", f"{name}/{_op_label(x)}_grad", [backward],
+                                 _pick, _lib.static_dtype(x), _lib.static_shape(x),
+                                 index=connected.index(x)))
     return out
 
 

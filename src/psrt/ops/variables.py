@@ -19,6 +19,7 @@ from psrt.framework import device as _device
 from psrt.framework import dtypes as _dtypes
 from psrt.framework.ops import (
     GLOBAL_VARIABLES,
+    GraphKeys,
     TRAINABLE_VARIABLES,
     Graph,
     Operation,
@@ -304,6 +305,13 @@ def global_variables(scope: str | None = None) -> list[Variable]:
 def trainable_variables(scope: str | None = None) -> list[Variable]:
     """Variables in ``TRAINABLE_VARIABLES``, as ``tf.trainable_variables``."""
     return _graph_vars(TRAINABLE_VARIABLES, scope)
+
+
+def moving_average_variables(scope: str | None = None) -> list[Variable]:
+    """The variables ``ExponentialMovingAverage.apply`` averages (``MOVING_AVERAGE_VARIABLES``:
+    the averaged variables, not their shadows; tensors' averages are not in it), as
+    ``tf.moving_average_variables``."""
+    return _graph_vars(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
 def all_variables() -> list[Variable]:

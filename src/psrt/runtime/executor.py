@@ -36,42 +36,11 @@ from psrt.framework.ops import Graph, Operation
 from psrt.framework.tensor import Tensor
 from psrt.ops.training_ops import SlotVariable, TrainOp
 from psrt.ops.variables import PartitionedVariable, Variable
+from psrt.runtime import fetches as _fetches
 from psrt.runtime import row_lookups as _row_lookups
 from psrt.runtime import sync_step as _sync
 
 _logger = logging.getLogger("psrt")
-
-
-
-class _Fetch:
-    """A flattened fetch structure: leaves in order plus a function rebuilding it."""
-
-    def __init__(self, fetches: Any) -> None:
-        self.leaves: list[Any] = []
-        self._build = self._flatten(fetches)
-
-    def _flatten(self, f: Any) -> Callable[[list[Any]], Any]:
-        if isinstance(f, dict):
-            items = [(k, self._flatten(v)) for k, v in f.items()]
-            kind = type(f)
-            return lambda r: kind((k, b(r)) for k, b in items) if kind is dict else \
-                kind({k: b(r) for k, b in items})
-        if isinstance(f, (list, tuple)) and not hasattr(f, "_fields"):
-            subs = [self._flatten(v) for v in f]
-            kind = type(f)
-            return lambda r: kind(b(r) for b in subs)
-        if isinstance(f, tuple):  # namedtuple
-            subs = [self._flatten(v) for v in f]
-            kind = type(f)
-            return lambda r: kind(*(b(r) for b in subs))
-        i = len(self.leaves)
-        self.leaves.append(f)
-        return lambda r: r[i]
-
-    def build(self, results: list[Any]) -> Any:
-        """The fetch structure with each leaf replaced by its result, in leaf order."""
-        return self._build(results)
-
 
 
 class ExecutorHost(Protocol):
@@ -109,9 +78,9 @@ class Executor:
 
     def execute(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
         """``Session.run``'s work (see the module docstring)."""
-        fetch = _Fetch(fetches)
+        fetch = _fetches.Fetch(fetches)
         feeds = self._feeds(feed_dict)
-        leaves, computed = _expand_computed(fetch.leaves, feeds)
+        leaves, computed = _fetches.expand_computed(fetch.leaves, feeds)
         rs = _RunState(feeds)
         tensors: list[Tensor] = []
         for i, leaf in enumerate(leaves):
@@ -119,7 +88,7 @@ class Executor:
                 leaf = leaves[i] = self._by_name(leaf)
         # control_dependencies: the ops a fetch waits for run first in this run, and the
         # tensors and variables it waits for are computed and read (results dropped).
-        before = _control_leaves(leaves, feeds) if self._host._graph._has_control_deps else []
+        before = _fetches.control_leaves(leaves, feeds) if self._host._graph._has_control_deps else []
         extra = len(before)
         if extra:
             leaves = before + leaves
@@ -394,10 +363,18 @@ class Executor:
                 _own_all(rs)
             return loss, grads
         if op.loss_fn is None:
-            # Given gradients: no values of this step; fetched tensors are computed forward
-            # after it.
-            return None, [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
-                          for g, v in zip(op.grads, var_list)]
+            # Given gradients: arrays, feeds, or tensors (clipped tf.gradients, say) computed
+            # now from the variables' current values; fetched tensors are computed forward
+            # after the push (a fetched gradient tensor keeps the value pushed).
+            grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
+                     for g, v in zip(op.grads, var_list)]
+            tensors = [g for g in grads if isinstance(g, Tensor)]
+            if tensors:
+                memo = self._forward_many(tensors, feeds, rs.fresh_steps if rs else {},
+                                          rs.memo if rs else {})
+                grads = [np.asarray(memo[id(g)], dtype=v.dtype, order="C")
+                         if isinstance(g, Tensor) else g for g, v in zip(grads, var_list)]
+            return None, grads
         values = self._values_for(var_list)
         if rs is not None and rs.pending is not None:
             self._compute_pending(rs, var_list, values, feeds)
@@ -511,7 +488,14 @@ class Executor:
     def _forward_now(self, t: Tensor, feeds: dict[str, Any],
                      fresh_steps: dict[int, int]) -> Any:
         """``t``'s value from the variables' current values (see :meth:`_learning_rate`)."""
-        plan = _autodiff.plan_for([t], feeds)
+        return self._forward_many([t], feeds, fresh_steps, {})[id(t)]
+
+    def _forward_many(self, ts: list[Tensor], feeds: dict[str, Any],
+                      fresh_steps: dict[int, int], memo: dict[int, Any]) -> dict[int, Any]:
+        """``memo`` with the values of ``ts`` (and what they read) computed from the
+        variables' current values: those this run's pushes advanced from their replies,
+        the others pulled in one parallel round trip."""
+        plan = _autodiff.plan_for(ts, feeds)
         values: dict[int, Any] = {}
         pull = []
         for v in plan.variables:
@@ -521,9 +505,10 @@ class Executor:
                 pull.append(v)
         if pull:
             values.update(zip(map(id, pull), self._pull_new(pull)))
-        memo: dict[int, Any] = {}
+        if plan.lookups:
+            _row_lookups.prepare_rows(self, [plan], values, feeds, memo)
         _autodiff.evaluate(plan, values, feeds, memo)
-        return memo[id(t)]
+        return memo
 
     def _sparse_parts(self, v: Any, g: IndexedSlices
                       ) -> list[tuple[Variable, IndexedSlices, np.ndarray]]:
@@ -695,32 +680,6 @@ def _own_all(rs: _RunState) -> None:
             memo[key] = value.copy()
 
 
-def _expand_computed(leaves: list[Any], feeds: dict[str, Any]
-                     ) -> tuple[list[Any], list[tuple[int, Any, _Fetch, int]]]:
-    """The run's leaves with the inputs of its computed fetches appended, and those fetches
-    as (leaf index, fetch, _Fetch of its inputs, index of its first input).
-
-    A computed fetch (a ``psrt.summary`` op) has ``_psrt_fetch_inputs(feeds, fetched)``,
-    returning a fetch structure of what its value needs (``fetched``: the run's leaves), and
-    ``_psrt_compute(values, feeds)``, computing its value from theirs. Its inputs are fetched
-    in the same run as every other leaf (variables in the same pull, each op once: a summary
-    of a train op's loss sees that run's step); its own leaf becomes None until computed."""
-    if not any(hasattr(type(leaf), "_psrt_compute") for leaf in leaves):
-        return leaves, []
-    out = list(leaves)
-    computed: list[tuple[int, Any, _Fetch, int]] = []
-    i = 0
-    while i < len(out):
-        leaf = out[i]
-        if hasattr(type(leaf), "_psrt_compute"):
-            inputs = _Fetch(leaf._psrt_fetch_inputs(feeds, leaves))
-            computed.append((i, leaf, inputs, len(out)))
-            out[i] = None
-            out.extend(inputs.leaves)
-        i += 1
-    return out, computed
-
-
 def _is_int_scalar(v: Any) -> bool:
     """True for integer scalar variables (the global step): fetched as a Python int."""
     return isinstance(v, Variable) and v.dtype.kind == "i" and v.shape == ()
@@ -758,40 +717,3 @@ def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:
 def _wire_dtype_of(v: Any) -> np.dtype:
     """The dtype of ``v``'s values on the ps (a variable's or slot's ``_wire_dtype``)."""
     return getattr(v, "_wire_dtype", v.dtype)
-
-
-def _control_leaves(leaves: list[Any], feeds: dict[str, Any]) -> list[Any]:
-    """What the fetches wait for through ``control_dependencies``, in the order to run:
-    Operations (train ops, assignments, groups) and the tensors or variables the
-    dependencies name, each before what depends on it; none of them is a fetch itself."""
-    out: list[Any] = []
-    seen: set[int] = {id(x) for x in leaves}
-    done: set[int] = set()
-
-    def deps_of(x: Any) -> list[Any]:
-        if isinstance(x, Tensor):
-            found: list[Any] = []
-            for node in _autodiff.Plan([x], feeds).nodes:
-                found.extend(c for c in node.control_inputs if not isinstance(c, _graph.Node))
-            return found
-        if isinstance(x, _graph.Node):
-            return [t for t in x.outputs[:1]] + list(x.control_inputs)
-        return list(getattr(x, "control_inputs", ()))
-
-    def visit(x: Any, is_leaf: bool) -> None:
-        if id(x) in done:
-            return
-        done.add(id(x))
-        for d in deps_of(x):
-            if isinstance(d, _graph.Node):
-                d = d.outputs[0] if d.outputs else None
-                if d is None:
-                    continue
-            visit(d, False)
-        if not is_leaf and id(x) not in seen:
-            seen.add(id(x))
-            out.append(x)
-    for leaf in leaves:
-        if leaf is not None and not isinstance(leaf, str):
-            visit(leaf, True)
-    return out

@@ -69,8 +69,8 @@ class ExponentialMovingAverage:
         decay: The decay (float, typically close to 1: 0.999, 0.9999).
         num_updates: Optional global step (psrt Variable or Tensor) or number that lowers
             the decay early in training.
-        zero_debias: Accepted as TF's; TF applies it only to averages of tensors that are
-            not variables, which psrt does not average, so it changes nothing.
+        zero_debias: As TF's, it applies only to averages of tensors (not variables);
+            psrt does not debias: True with a tensor in ``apply`` is NotImplementedError.
         name: The shadow variables' suffix and the op's name (default
             "ExponentialMovingAverage").
 
@@ -123,17 +123,21 @@ class ExponentialMovingAverage:
         as TF's ``apply``.
 
         Args:
-            var_list: Variables (float32 or float64; a PartitionedVariable counts as its
-                parts); default: the trainable variables. Each is added to the
-                ``MOVING_AVERAGE_VARIABLES`` collection, as TF.
+            var_list: Variables or Tensors (float32 or float64; a PartitionedVariable counts
+                as its parts); default: the trainable variables. Each variable is added to
+                the ``MOVING_AVERAGE_VARIABLES`` collection, as TF. A tensor's average
+                (``<op name>/<name>``) starts at zero, without zero-debiasing (TF's default),
+                and each update reads the tensor's value computed in that run (its feeds
+                must be given).
 
         Returns:
             An op; running it (``Session.run``) updates every shadow of ``var_list`` on its
             ps task; its run value is 0.0 (TF's is None).
 
         Raises:
-            TypeError: an element is not a float psrt Variable (TF's "The variables must be
-                half, float, or double: <name>").
+            TypeError: an element is not a float psrt Variable or Tensor (TF's "The
+                variables must be half, float, or double: <name>").
+            ValueError: a tensor whose shape is not fully defined.
             ValueError: a variable already has a moving average from this object (TF's
                 "Moving average already computed for: <name>"), or ``var_list`` is empty.
         """
@@ -141,11 +145,21 @@ class ExponentialMovingAverage:
             var_list = _variables.trainable_variables()
         parts = _parts(var_list)
         for v in parts:
-            if not isinstance(v, Variable):
+            if not isinstance(v, (Variable, Tensor)):
                 raise TypeError(f"ExponentialMovingAverage.apply: var_list must hold psrt "
-                                f"Variables; got {v!r}")
-            if v.dtype.kind != "f":
-                raise TypeError(f"The variables must be half, float, or double: {v.name}")
+                                f"Variables or Tensors; got {v!r}")
+            if v.dtype is None or np.dtype(v.dtype).kind != "f":
+                raise TypeError(f"The variables must be half, float, or double: "
+                                f"{self._label(v)}")
+            if isinstance(v, Tensor):
+                if not v.shape.is_fully_defined():
+                    raise ValueError(f"ExponentialMovingAverage.apply: the tensor "
+                                     f"{v.name} needs a fully defined shape for its average "
+                                     f"variable; got {v.shape}")
+                if self._zero_debias:
+                    raise NotImplementedError(
+                        "ExponentialMovingAverage(zero_debias=True) of a tensor is not "
+                        "supported by psrt; use zero_debias=False (TF's default)")
             if id(v) in self._averages:
                 raise ValueError(f"Moving average already computed for: {v.name}")
         if not parts:
@@ -156,7 +170,9 @@ class ExponentialMovingAverage:
             self._averages[id(v)] = shadow
             self._optimizer._bind(shadow)
             shadows.append(shadow)
-            if v not in _ops.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES):
+            # As TF: only variables join MOVING_AVERAGE_VARIABLES, not tensors' averages.
+            if isinstance(v, Variable) and \
+                    v not in _ops.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES):
                 _ops.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, v)
         n = len(parts)
 
@@ -173,9 +189,21 @@ class ExponentialMovingAverage:
         op.loss = moving_average_update(*shadows, *parts)
         return op
 
-    def _make_shadow(self, var: Variable) -> Variable:
-        """``<var>/<name>`` on ``var``'s device, outside any name scope, not trainable."""
+    @staticmethod
+    def _label(var: Any) -> str:
+        """A variable's name, or a tensor's op name (TF names averages after it)."""
+        return var.op.name if isinstance(var, Tensor) else var.name
+
+    def _make_shadow(self, var: Any) -> Variable:
+        """``<var>/<name>`` on ``var``'s device, outside any name scope, not trainable. A
+        tensor's average starts at zeros, on the device the current scope gives (TF's
+        ``create_zeros_slot``: a ``replica_device_setter`` puts it on a ps task)."""
         graph = var.graph
+        if isinstance(var, Tensor):
+            dt = np.dtype(var.dtype)
+            with graph.name_scope(None):
+                return Variable(initial_value=np.zeros(var.shape.as_list(), dt),
+                                trainable=False, name=self.average_name(var), dtype=dt)
         with _device(None), _device(var.device), graph.name_scope(None):
             return Variable(initial_value=var.initial_value_array, trainable=False,
                             name=self.average_name(var), dtype=var.dtype)
@@ -187,7 +215,7 @@ class ExponentialMovingAverage:
     def average_name(self, var: Any) -> str:
         """``"<var>/<name>"``, the checkpoint name of ``var``'s average, as TF's
         ``average_name`` (whether or not :meth:`apply` ran)."""
-        return f"{var.name}/{self._name}"
+        return f"{self._label(var)}/{self._name}"
 
     def variables_to_restore(self, moving_avg_variables: Sequence[Any] | None = None
                              ) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from psrt.framework.autodiff import Plan
 from psrt.framework.tensor import Tensor
+from psrt.ops import gradients_impl as _gradients_impl
 from psrt.ops import variables as _variables
 from psrt.ops.embedding_ops import looked_up
 from psrt.ops.training_ops import SlotVariable, TrainOp, _LazyGradient
@@ -149,7 +150,13 @@ class Optimizer:
 
         Returns:
             A list of ``(gradient, variable)`` pairs for :meth:`apply_gradients`; for a loss
-            tensor, the gradient of a variable it does not read is None, as TF's.
+            tensor, the gradient of a variable it does not read is None, as TF's. The
+            gradients of a loss tensor are tensors (``tf.gradients``') to clip, summarize or
+            fetch; given back unchanged, the train step computes them in its own backward
+            pass, and changed (``clip_by_global_norm``...), they are computed in the step
+            and pushed. Variables read through embedding lookups, or partitioned ones read
+            whole, get placeholders computed in the step instead (row-sparse, per part),
+            which apply_gradients takes only unchanged.
 
         Raises:
             TypeError: ``loss`` is neither a Tensor nor callable.
@@ -174,8 +181,17 @@ class Optimizer:
             var_list = list(var_list)
             if not var_list:
                 raise ValueError("No variables to optimize.")
-            return [(_LazyGradient(loss, i) if id(v) in reached else None, v)
-                    for i, v in enumerate(var_list)]
+            plain = [v for v in var_list if id(v) in reached]
+            if plan.run_inputs or any(not isinstance(v, Variable) or v._partition is not None
+                                      for v in plain):
+                # Rows of embedding lookups and whole partitioned variables: their gradients
+                # are made in the training step only (row-sparse, per part).
+                return [(_LazyGradient(loss, i) if id(v) in reached else None, v)
+                        for i, v in enumerate(var_list)]
+            # Gradient tensors (tf.gradients') a script can clip, summarize and fetch; given
+            # back unchanged, the train step computes them in its own backward pass.
+            grads = iter(_gradients_impl.gradients(loss, plain))
+            return [(next(grads) if id(v) in reached else None, v) for v in var_list]
         if not callable(loss):
             raise TypeError(f"loss must be a psrt.Tensor, or a callable returning (loss, "
                             f"grads) from the variables' values; got {loss!r}")
@@ -222,6 +238,12 @@ class Optimizer:
             _check_step(global_step)
         for _, v in live:
             self._bind(v)
+        own = _own_backward(live)
+        if own is not None:
+            # Unchanged tensors of compute_gradients: the loss's backward pass in the step.
+            op = TrainOp(self, [v for _, v in live], None, None, global_step, name)
+            op.loss = own
+            return op
         lazy = [g for g, _ in live if isinstance(g, _LazyGradient)]
         if lazy:
             fns = {id(g.loss_fn) for g in lazy}
@@ -260,6 +282,24 @@ class Optimizer:
                 f"not support gradients, between variables {[v.name for _, v in grads_and_vars]}"
                 f" and loss {loss!r}.")
         return self.apply_gradients(grads_and_vars, global_step, name)
+
+
+def _own_backward(live: list[tuple[Any, Any]]) -> Any:
+    """The loss tensor when every gradient is the unchanged tensor :meth:`compute_gradients`
+    made for its variable from that loss (one backward pass), else None."""
+    loss = None
+    for g, v in live:
+        src = _gradients_impl.source_of(g)
+        if src is None:
+            return None
+        kernel, index = src
+        if kernel.ys is None or len(kernel.ys) != 1 or kernel.xs[index] is not v:
+            return None
+        if loss is None:
+            loss = kernel.ys[0]
+        elif kernel.ys[0] is not loss:
+            return None
+    return loss
 
 
 def _check_step(global_step: Any) -> None:
