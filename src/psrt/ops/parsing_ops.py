@@ -154,8 +154,10 @@ def _np_value(v: Any, dtype: np.dtype, shape: list[int], key: str) -> np.ndarray
                          f"reshape to shape {shape}") from None
 
 
-def _values(feature: Any, kind: str) -> list[Any]:
-    return list(getattr(feature, kind).value)
+def _values(feature: Any, kind: str) -> Any:
+    """The feature's repeated values (protobuf's container: ``len`` and ``np.array`` read it
+    without a Python list)."""
+    return getattr(feature, kind).value
 
 
 def _check_kind(feature: Any, kind: str, key: str, name: str, index: int) -> bool:
@@ -171,12 +173,12 @@ def _check_kind(feature: Any, kind: str, key: str, name: str, index: int) -> boo
     return True
 
 
-def _array(vals: list[Any], dtype: np.dtype) -> np.ndarray:
+def _array(vals: Any, dtype: np.dtype) -> np.ndarray:
     if dtype == object:
         out = np.empty(len(vals), dtype=object)
-        out[:] = vals
+        out[:] = list(vals)
         return out
-    return np.asarray(vals, dtype)
+    return np.array(vals, dtype)
 
 
 def _parse_proto(cls: Any, s: Any, name: str) -> Any:
@@ -224,7 +226,7 @@ def _dense_values(feature_map: Any, d: _Dense, name: str, index: int) -> np.ndar
     return _array(vals, d.dtype).reshape(d.shape)
 
 
-def _sparse_values(feature_map: Any, key: str, kind: str, name: str, index: int) -> list[Any]:
+def _sparse_values(feature_map: Any, key: str, kind: str, name: str, index: int) -> Any:
     if key not in feature_map:
         return []
     feat = feature_map[key]
@@ -247,11 +249,17 @@ def _stack_dense(d: _Dense, per_example: list[np.ndarray]) -> np.ndarray:
 
 def _sparse_batch(lists: list[list[Any]], dtype: np.dtype) -> list[np.ndarray]:
     """indices [N, 2], values [N], dense_shape [2] of per-example value lists."""
-    idx = [(b, j) for b, vals in enumerate(lists) for j in range(len(vals))]
-    flat = [v for vals in lists for v in vals]
-    indices = np.asarray(idx, np.int64).reshape(-1, 2)
-    shape = np.asarray([len(lists), max((len(v) for v in lists), default=0)], np.int64)
-    return [indices, _array(flat, dtype), shape]
+    counts = np.array([len(v) for v in lists], np.int64)
+    rows = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    indices = np.stack([rows, np.arange(len(rows), dtype=np.int64) - starts], axis=1)
+    if dtype == object:
+        flat = _array([v for vals in lists for v in vals], dtype)
+    else:
+        flat = (np.concatenate([_array(v, dtype) for v in lists]) if len(rows)
+                else np.zeros(0, dtype))
+    shape = np.asarray([len(lists), counts.max() if len(lists) else 0], np.int64)
+    return [indices.reshape(-1, 2), flat, shape]
 
 
 class _Spec:
