@@ -194,6 +194,18 @@ def test_corrupt_gzip_is_data_loss(tmp_path):
         list(python_io.tf_record_iterator(path, "GZIP"))
 
 
+@pytest.mark.parametrize("ctype", ["GZIP", "ZLIB"])
+def test_cut_compressed_file_is_data_loss(tmp_path, ctype):
+    path = str(tmp_path / "cut")
+    with python_io.TFRecordWriter(path, ctype) as w:
+        for r in _records(200):
+            w.write(r)
+    raw = _read(path)
+    _rewrite(path, raw[:len(raw) // 2])
+    with pytest.raises(DataLossError, match=rf"truncated record at \d+ in file {path}"):
+        list(python_io.tf_record_iterator(path, ctype))
+
+
 def test_missing_file_is_not_found(tmp_path):
     path = str(tmp_path / "nope")
     with pytest.raises(NotFoundError, match="nope"):

@@ -266,6 +266,10 @@ class _Stream:
                 else:
                     self._buf += self._inflate.flush()
                     self._eof = True
+                    if not self._inflate.eof and len(self._buf) < n:
+                        raise DataLossError(
+                            None, None, f"truncated record at {offset} in file {path} (the "
+                            f"compressed stream ends early)")
             except zlib.error as e:
                 raise DataLossError(
                     None, None, f"corrupted compressed data near record at {offset} in {path}: {e}"

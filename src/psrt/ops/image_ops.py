@@ -121,8 +121,9 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1,
                 acceptable_fraction: float = 1, dct_method: str = "",
                 name: str | None = None) -> Tensor:
     """Decodes a JPEG image to a uint8 tensor ``[height, width, channels]``, as
-    ``tf.image.decode_jpeg`` (Pillow's libjpeg underneath: pixel values may differ from
-    TF's libjpeg-turbo by a unit or two of rounding).
+    ``tf.image.decode_jpeg`` (PNG and GIF data decode too, as TF r1.15's). Pillow's libjpeg
+    decodes with the accurate integer IDCT, TF's default is the fast one: pixels may differ
+    by a few units (on average under one).
 
     Args:
       contents: a scalar string, the JPEG bytes.
