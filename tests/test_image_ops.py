@@ -355,3 +355,35 @@ def test_summary_image_float_normalization(sess):  # noqa: F811
     bad = tf.summary.image("bad", np.zeros((2, 2, 3), np.uint8))
     with tf.Session("") as s, pytest.raises(tf.errors.InvalidArgumentError, match="4-D"):
         s.run(bad)
+
+
+def test_record_to_image_pipeline(sess, ref, tmp_path):  # noqa: F811
+    # The TF1 input idiom: TFRecord of Examples holding PNG bytes -> parse_single_example ->
+    # decode_png -> convert_image_dtype -> resize -> standardize, fed one record per run
+    path = str(tmp_path / "imgs.tfrecord")
+    imgs = [ref["u8"], 255 - ref["u8"]]
+    with tf.python_io.TFRecordWriter(path, "GZIP") as w:
+        for k, im in enumerate(imgs):
+            buf = io.BytesIO()
+            PIL.fromarray(im).save(buf, "PNG")
+            w.write(tf.train.Example(features=tf.train.Features(feature={
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
+                    value=[buf.getvalue()])),
+                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(
+                    value=[k]))})).SerializeToString())
+    record = tf.placeholder(tf.string, [])
+    feats = tf.parse_single_example(record, {
+        "image/encoded": tf.FixedLenFeature([], tf.string, default_value=""),
+        "image/class/label": tf.FixedLenFeature([], tf.int64, default_value=-1)})
+    img = image.convert_image_dtype(image.decode_png(feats["image/encoded"], channels=3),
+                                    tf.float32)
+    img = image.resize_images(img, [12, 8])
+    out = image.per_image_standardization(img)
+    for k, r in enumerate(tf.python_io.tf_record_iterator(path, "GZIP")):
+        got, label = sess.run([out, feats["image/class/label"]], {record: r})
+        assert label == k and got.shape == (12, 8, 3)
+        resized = sess.run(image.resize_images((imgs[k] / 255.0).astype(np.float32), [12, 8]))
+        # legacy x2 upsampling keeps the source pixels at even rows and columns
+        np.testing.assert_allclose(resized[::2, ::2], imgs[k] / 255.0, atol=1e-6)
+        assert abs(got.mean()) < 1e-5 and abs(got.std() - 1) < 1e-3
+        np.testing.assert_allclose(got, (resized - resized.mean()) / resized.std(), atol=1e-4)
