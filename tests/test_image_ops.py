@@ -387,3 +387,27 @@ def test_record_to_image_pipeline(sess, ref, tmp_path):  # noqa: F811
         np.testing.assert_allclose(resized[::2, ::2], imgs[k] / 255.0, atol=1e-6)
         assert abs(got.mean()) < 1e-5 and abs(got.std() - 1) < 1e-3
         np.testing.assert_allclose(got, (resized - resized.mean()) / resized.std(), atol=1e-4)
+
+
+def test_crops_pads_and_flips_match_tf(sess, ref):  # noqa: F811
+    # image_ops_impl.py resize_image_with_crop_or_pad (CIFAR-10's eval input),
+    # crop_to_bounding_box, pad_to_bounding_box, flip_left_right, flip_up_down
+    u8, img = ref["u8"], ref["img"]
+    small = image.resize_image_with_crop_or_pad(u8, 3, 7)
+    assert small.shape.as_list() == [3, 7, 3]
+    np.testing.assert_array_equal(sess.run(small), ref["crop_or_pad_small"])
+    np.testing.assert_array_equal(sess.run(image.resize_image_with_crop_or_pad(img, 8, 2)),
+                                  ref["crop_or_pad_big"])
+    np.testing.assert_array_equal(sess.run(image.crop_to_bounding_box(u8, 1, 2, 4, 2)),
+                                  ref["crop_box"])
+    np.testing.assert_array_equal(sess.run(image.pad_to_bounding_box(u8, 2, 1, 9, 6)),
+                                  ref["pad_box"])
+    np.testing.assert_array_equal(sess.run(image.flip_left_right(u8)), ref["flip_lr"])
+    np.testing.assert_array_equal(sess.run(image.flip_up_down(np.stack([u8, u8 // 2]))),
+                                  ref["flip_ud_batch"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="width must be >= target"):
+        sess.run(image.crop_to_bounding_box(u8, 0, 3, 2, 2))
+    with pytest.raises(ValueError, match="offset_width must be >= 0"):
+        image.pad_to_bounding_box(u8, 0, -1, 9, 9)
+    check_grad32(sess, lambda v: image.resize_image_with_crop_or_pad(v, 2, 5), (3, 4, 1))
+    check_grad32(sess, lambda v: image.flip_left_right(v) * 1.0, (2, 3, 1))

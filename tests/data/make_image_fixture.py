@@ -63,6 +63,12 @@ def main():
     out["jpeg"] = np.frombuffer(jpeg, np.uint8)
     out["jpeg_decoded"] = tf.io.decode_jpeg(jpeg).numpy()
     out["jpeg_decoded_gray"] = tf.io.decode_jpeg(jpeg, channels=1).numpy()
+    out["crop_or_pad_small"] = tf.image.resize_with_crop_or_pad(u8, 3, 7).numpy()
+    out["crop_or_pad_big"] = tf.image.resize_with_crop_or_pad(img, 8, 2).numpy()
+    out["crop_box"] = tf.image.crop_to_bounding_box(u8, 1, 2, 4, 2).numpy()
+    out["pad_box"] = tf.image.pad_to_bounding_box(u8, 2, 1, 9, 6).numpy()
+    out["flip_lr"] = tf.image.flip_left_right(u8).numpy()
+    out["flip_ud_batch"] = tf.image.flip_up_down(np.stack([u8, u8 // 2])).numpy()
     np.savez(os.path.join(HERE, "tf_image_ops.npz"), **out)
 
 

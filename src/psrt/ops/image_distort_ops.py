@@ -26,7 +26,7 @@ from psrt.framework.tensor import Tensor
 from psrt.ops.image_ops import _convert
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
-           "hsv_to_rgb", "random_brightness", "random_contrast", "random_crop",
+           "flip_left_right", "flip_up_down", "hsv_to_rgb", "random_brightness", "random_contrast", "random_crop",
            "random_flip_left_right", "random_flip_up_down", "random_hue",
            "random_saturation", "rgb_to_hsv", "sample_distorted_bounding_box"]
 
@@ -264,6 +264,29 @@ def hsv_to_rgb(images: Any, name: str | None = None) -> Tensor:
 
 
 # ---- flips and crops -------------------------------------------------------------------------
+
+
+def _flip(needs: Any, x: Any, axis: int) -> Any:
+    arr = np.asarray(x)
+    a = arr.ndim - 4 + axis if arr.ndim == 4 else axis - 1
+    return np.ascontiguousarray(np.flip(arr, a)), \
+        lambda dy: (np.ascontiguousarray(np.flip(np.asarray(dy), a)),)
+
+
+def flip_left_right(image: Any) -> Tensor:
+    """Each image mirrored left-right (the width axis of a 3-D or 4-D image), as
+    ``tf.image.flip_left_right``. Differentiable."""
+    x = _in(image)
+    return _lib.apply_op("flip_left_right", None, [x], _flip, _lib.static_dtype(x),
+                         _lib.static_shape(x), axis=2)
+
+
+def flip_up_down(image: Any) -> Tensor:
+    """Each image upside down (the height axis), as ``tf.image.flip_up_down``.
+    Differentiable."""
+    x = _in(image)
+    return _lib.apply_op("flip_up_down", None, [x], _flip, _lib.static_dtype(x),
+                         _lib.static_shape(x), axis=1)
 
 
 class _Flip:

@@ -25,7 +25,8 @@ from psrt.framework.tensor import Tensor
 from psrt.ops.parsing_ops import _in as _string_in
 from psrt.ops.parsing_ops import as_bytes
 
-__all__ = ["ResizeMethod", "central_crop", "convert_image_dtype", "decode_image",
+__all__ = ["ResizeMethod", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+           "decode_image", "pad_to_bounding_box", "resize_image_with_crop_or_pad",
            "decode_jpeg", "decode_png", "draw_bounding_boxes", "encode_jpeg", "encode_png",
            "per_image_standardization", "resize_bilinear", "resize_images",
            "resize_nearest_neighbor"]
@@ -559,6 +560,116 @@ def central_crop(image: Any, central_fraction: float) -> Tensor:
             out[k] = s[k] - 2 * int((s[k] - s[k] * f) / 2)
     return _lib.apply_op("central_crop", None, [x], _central_crop, _lib.static_dtype(x), out,
                          fraction=f)
+
+
+def _crop_or_pad(needs: Any, x: Any, crop: tuple[int, int, int, int],
+                 pad: tuple[int, int, int, int], what: str) -> Any:
+    """Crops the window ``crop`` (top, left, height, width; height/width -1: up to
+    ``target - offset`` of a pad) of each image, then pads it with zeros into ``pad``
+    (top, left, target height, target width; -1: no padding)."""
+    arr = np.asarray(x)
+    h, w = arr.shape[-3], arr.shape[-2]
+    top, left, ch, cw = crop
+    ch = h - top if ch < 0 else ch
+    cw = w - left if cw < 0 else cw
+    if top + ch > h or left + cw > w:
+        raise _errors.InvalidArgumentError(
+            None, None, f"{what}: height must be >= target + offset and width must be >= "
+                        f"target + offset; image {h}x{w}, window {ch}x{cw} at ({top}, {left})")
+    ptop, pleft, th, tw = pad
+    th, tw = (ch if th < 0 else th), (cw if tw < 0 else tw)
+    if ptop + ch > th or pleft + cw > tw:
+        raise _errors.InvalidArgumentError(
+            None, None, f"{what}: height must be <= target - offset and width must be <= "
+                        f"target - offset; image {ch}x{cw}, target {th}x{tw} at "
+                        f"({ptop}, {pleft})")
+    out = np.zeros(arr.shape[:-3] + (th, tw, arr.shape[-1]), arr.dtype)
+    out[..., ptop:ptop + ch, pleft:pleft + cw, :] = arr[..., top:top + ch, left:left + cw, :]
+
+    def grad(dy: Any) -> Any:
+        g = np.zeros(arr.shape, np.asarray(dy).dtype)
+        g[..., top:top + ch, left:left + cw, :] = \
+            np.asarray(dy)[..., ptop:ptop + ch, pleft:pleft + cw, :]
+        return (g,)
+
+    return out, grad
+
+
+def _window_op(op: str, image: Any, crop: tuple[int, int, int, int],
+               pad: tuple[int, int, int, int], out_hw: list[int | None]) -> Tensor:
+    x, _ = _batched(image, op)
+    s = _lib.static_shape(x).as_list()
+    return _lib.apply_op(op, None, [x], _crop_or_pad, _lib.static_dtype(x),
+                         s[:-3] + out_hw + s[-1:], crop=crop, pad=pad, what=op)
+
+
+def _nonneg(**kw: int) -> None:
+    for k, v in kw.items():
+        if int(v) < 0:
+            raise ValueError(f"{k} must be >= 0; got {v}")
+
+
+def crop_to_bounding_box(image: Any, offset_height: int, offset_width: int,
+                         target_height: int, target_width: int) -> Tensor:
+    """The window ``[offset_height : offset_height + target_height, offset_width :
+    offset_width + target_width]`` of each image (3-D or 4-D), as
+    ``tf.image.crop_to_bounding_box``. Differentiable.
+
+    Raises:
+      ValueError: a negative offset or a target not positive (TF's checks).
+      InvalidArgumentError (at run): a window outside the image.
+    """
+    _nonneg(offset_height=offset_height, offset_width=offset_width)
+    if int(target_height) <= 0 or int(target_width) <= 0:
+        raise ValueError(f"target_width and target_height must be > 0; got "
+                         f"{target_height}, {target_width}")
+    th, tw = int(target_height), int(target_width)
+    return _window_op("crop_to_bounding_box", image,
+                      (int(offset_height), int(offset_width), th, tw), (0, 0, -1, -1),
+                      [th, tw])
+
+
+def pad_to_bounding_box(image: Any, offset_height: int, offset_width: int,
+                        target_height: int, target_width: int) -> Tensor:
+    """Each image placed at (``offset_height``, ``offset_width``) in a zero image of
+    ``target_height`` x ``target_width``, as ``tf.image.pad_to_bounding_box``.
+    Differentiable.
+
+    Raises:
+      ValueError: a negative offset. InvalidArgumentError (at run): an image that does not
+      fit.
+    """
+    _nonneg(offset_height=offset_height, offset_width=offset_width)
+    th, tw = int(target_height), int(target_width)
+    return _window_op("pad_to_bounding_box", image, (0, 0, -1, -1),
+                      (int(offset_height), int(offset_width), th, tw), [th, tw])
+
+
+def _crop_pad_kernel(needs: Any, x: Any, th: int, tw: int) -> Any:
+    arr = np.asarray(x)
+    h, w = arr.shape[-3], arr.shape[-2]
+    crop = (max(-(th - h) // 2, 0), max(-(tw - w) // 2, 0), min(th, h), min(tw, w))
+    pad = (max((th - h) // 2, 0), max((tw - w) // 2, 0), th, tw)
+    return _crop_or_pad(needs, arr, crop, pad, "resize_image_with_crop_or_pad")
+
+
+def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int
+                                  ) -> Tensor:
+    """Centrally crops or zero-pads each image to ``target_height`` x ``target_width``, as
+    ``tf.image.resize_image_with_crop_or_pad`` (image_ops_impl.py: crop offset
+    ``max(-diff // 2, 0)``, pad offset ``max(diff // 2, 0)``; CIFAR-10's evaluation input).
+    Differentiable.
+
+    Raises:
+      ValueError: a target not positive.
+    """
+    th, tw = int(target_height), int(target_width)
+    if th <= 0 or tw <= 0:
+        raise ValueError(f"target_height and target_width must be > 0; got {th}, {tw}")
+    x, _ = _batched(image, "resize_image_with_crop_or_pad")
+    s = _lib.static_shape(x).as_list()
+    return _lib.apply_op("resize_image_with_crop_or_pad", None, [x], _crop_pad_kernel,
+                         _lib.static_dtype(x), s[:-3] + [th, tw] + s[-1:], th=th, tw=tw)
 
 
 def _standardize(needs: Any, x: Any) -> Any:
