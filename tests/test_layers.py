@@ -20,7 +20,8 @@ LAYERS = ["platform", "framework", "distribute", "ops", "runtime", "checkpoint",
 # Top-level modules that import nothing of psrt's layers (a command and a data reader).
 LEAVES = {"psrt.launch", "psrt.datasets"}
 FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.init_ops",
-         "psrt.feature_column", "psrt.dynamic_embedding", "psrt.embedding_ops"]
+         "psrt.feature_column", "psrt.dynamic_embedding", "psrt.embedding_ops", "psrt.image",
+         "psrt.io", "psrt.python_io"]
 MAX_LINES = 800
 
 

@@ -84,8 +84,8 @@ def test_summary_protos_are_tf1s_and_load_lazily():
     assert psrt.Summary.FromString(s.SerializeToString()).value[0].simple_value == 0.25
     assert psrt.summary.SessionLog.START == 1 and psrt.summary.SessionLog.CHECKPOINT == 3
     assert psrt.summary.Event(step=3).step == 3
-    with pytest.raises(AttributeError, match="no attribute 'image'"):
-        psrt.summary.image  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'audio'"):
+        psrt.summary.audio  # noqa: B018
     # Importing psrt does not import tensorboardX (~70 ms): only summary users pay for it.
     code = ("import sys, psrt; assert 'tensorboardX' not in sys.modules; psrt.Summary; "
             "assert 'tensorboardX' in sys.modules")

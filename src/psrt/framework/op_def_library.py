@@ -20,7 +20,7 @@ from psrt.framework import tensor as _tensor
 from psrt.framework.ops import VariableBase
 from psrt.framework.tensor_shape import TensorShape, broadcast_static
 
-__all__ = ["ALL", "apply_op", "broadcast_static", "constant_value", "is_graph_value",
+__all__ = ["ALL", "apply_op", "apply_op_outputs", "broadcast_static", "constant_value", "is_graph_value",
            "np_dtype", "python_value_dtype", "static_dtype", "static_shape"]
 
 
@@ -49,6 +49,25 @@ def apply_op(op_type: str, name: str | None, inputs: Sequence[Any],
     t.op.vjp = functools.partial(fwd, **attrs) if attrs else fwd
     t.shape = shape
     return t
+
+
+def _forward_outputs(fwd: Callable[..., Any], attrs: dict[str, Any], *args: Any) -> Any:
+    return list(fwd(*args, **attrs))
+
+
+def apply_op_outputs(op_type: str, name: str | None, inputs: Sequence[Any],
+                     fwd: Callable[..., Any], dtypes: Sequence[Any], shapes: Sequence[Any],
+                     /, **attrs: Any) -> list[Any]:
+    """The outputs of one op with several (TF's ``ParseExample``, ``DecodeCSV``,
+    ``SampleDistortedBoundingBox``): ``fwd(*arrays, **attrs)`` returns one value per entry
+    of ``dtypes``, computed once per run (so random outputs agree with each other). The op
+    has no gradient (none of TF's multi-output decoding ops has one). ``shapes`` are the
+    outputs' static shapes (TensorShape, list or None)."""
+    outs = _tensor.py_func(functools.partial(_forward_outputs, fwd, attrs), list(inputs),
+                           list(dtypes), name=name or op_type)
+    for t, s in zip(outs, shapes):
+        t.shape = s
+    return list(outs)
 
 
 def is_graph_value(x: Any) -> bool:

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import io as _io
 import inspect
 import logging
 import re
@@ -529,6 +530,110 @@ def text(name: str, tensor: Any, collections: Sequence[str] | None = None) -> _S
         InvalidArgumentError: (at run) a value that is not text.
     """
     return _ValueSummary("text", name, tensor, collections, None, _text_value)
+
+
+class _ImageSummary(_ValueSummary):
+    """``image``: one ``Summary.Value`` per image, tagged ``name/image/i``."""
+
+    def __init__(self, name: str, tensor: Any, max_outputs: int,
+                 collections: Sequence[str] | None, family: str | None) -> None:
+        self.max_outputs = max_outputs
+        super().__init__("image", name, tensor, collections, family, self._no_make)
+        self.base_tag = self.tags[0]
+        self.tags = ([f"{self.base_tag}/image/{i}" for i in range(max_outputs)]
+                     if max_outputs > 1 else [f"{self.base_tag}/image"])
+
+    @staticmethod
+    def _no_make(tag: str, value: Any) -> Any:
+        raise AssertionError("unused")
+
+    def _summary_values(self, values: Any, feeds: dict[str, Any]) -> list[Any]:
+        return _image_values(self.base_tag, self._input.value(values[0], feeds),
+                             self.max_outputs)
+
+
+def _uint8_image(img: np.ndarray) -> np.ndarray:
+    """TF's NormalizeFloatImage (summary_image_op.cc): non-negative images scaled by
+    255 / max, others by 127 / max|x| around 128 (truncating to uint8), non-finite pixels
+    red."""
+    flat = img.reshape(-1, img.shape[-1]).astype(np.float32)
+    finite = np.isfinite(flat).all(axis=1)
+    good = flat[finite]
+    lo = float(good.min()) if good.size else np.inf
+    hi = float(good.max()) if good.size else -np.inf
+    if lo < 0:
+        peak = max(abs(lo), abs(hi))
+        scale, offset = (0.0 if peak < 1e-6 else 127.0 / peak), 128.0
+    else:
+        scale, offset = (0.0 if hi < 1e-6 else 255.0 / hi), 0.0
+    out = np.empty(flat.shape, np.uint8)
+    with np.errstate(invalid="ignore"):
+        out[finite] = (good * np.float32(scale) + np.float32(offset)).astype(np.uint8)
+    out[~finite] = np.array([255, 0, 0, 255], np.uint8)[:img.shape[-1]]
+    return out.reshape(img.shape)
+
+
+def _image_values(tag: str, value: Any, max_outputs: int) -> list[Any]:
+    """TF's ImageSummary kernel: the first ``max_outputs`` images of a [batch, h, w, c]
+    uint8 or float value, PNG-encoded (Pillow)."""
+    arr = np.asarray(value)
+    if arr.ndim != 4 or arr.shape[3] not in (1, 3, 4):
+        raise errors.InvalidArgumentError(
+            None, None, f"Tensor must be 4-D with last dim 1, 3, or 4, not "
+                        f"{list(arr.shape)} (image summary '{tag}')")
+    if arr.dtype != np.uint8 and arr.dtype.kind != "f":
+        raise errors.InvalidArgumentError(
+            None, None, f"image summary '{tag}' takes uint8, float16, float32 or float64 "
+                        f"images; got {arr.dtype}")
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError("psrt.summary.image needs Pillow to encode PNG: pip install "
+                          "'psrt-runtime[image]' (or pip install Pillow)") from None
+
+    pb = _proto("summary_pb2")
+    out = []
+    _, h, w, depth = arr.shape
+    for i in range(min(max_outputs, arr.shape[0])):
+        img = arr[i] if arr.dtype == np.uint8 else _uint8_image(arr[i])
+        buf = _io.BytesIO()
+        mode = {1: "L", 3: "RGB", 4: "RGBA"}[depth]
+        Image.fromarray(img[..., 0] if depth == 1 else img, mode).save(buf, "PNG")
+        out.append(pb.Summary.Value(
+            tag=f"{tag}/image/{i}" if max_outputs > 1 else f"{tag}/image",
+            image=pb.Summary.Image(height=h, width=w, colorspace=depth,
+                                   encoded_image_string=buf.getvalue())))
+    return out
+
+
+def image(name: str, tensor: Any, max_outputs: int = 3,
+          collections: Sequence[str] | None = None, family: str | None = None) -> _SummaryOp:
+    """A summary op writing up to ``max_outputs`` images, as ``tf.summary.image``.
+
+    Args:
+        name: The op's name; the tags are ``name/image/0``, ``name/image/1``... (``name/
+            image`` when ``max_outputs`` is 1), as TF's ImageSummary kernel.
+        tensor: A 4-D ``[batch, height, width, channels]`` value (channels 1, 3 or 4):
+            a psrt Tensor (e.g. decoded images), a feed name, a function of feeds, or an
+            array. uint8 is written as it is; floats are scaled as TF's: non-negative
+            images by ``255 / max``, others by ``127 / max|x|`` around 128; NaN and inf
+            pixels are red.
+        max_outputs: How many of the batch's images to write (default 3).
+        collections: Collections to add the op to; default ``[SUMMARIES]``.
+        family: Optional prefix of the tags.
+
+    Returns:
+        A summary op; its run value is a serialized ``Summary`` with one ``image`` value
+        (PNG, height, width, colorspace = channels) per image written.
+
+    Raises:
+        ValueError: ``max_outputs`` below 1.
+        ImportError: (at run) Pillow is missing (the ``image`` extra).
+        InvalidArgumentError: (at run) a value that is not 4-D with 1, 3 or 4 channels.
+    """
+    if int(max_outputs) < 1:
+        raise ValueError(f"max_outputs must be >= 1; got {max_outputs}")
+    return _ImageSummary(name, tensor, int(max_outputs), collections, family)
 
 
 def merge(inputs: Iterable[Any], collections: Sequence[str] | None = None,

@@ -1,0 +1,118 @@
+"""``tf.train.Example`` and its parts as protobuf messages identical on the wire to TF's.
+
+The messages are those of TF's ``tensorflow/core/example/feature.proto`` and
+``example.proto`` (proto3, package ``tensorflow``, the same field numbers): ``BytesList``,
+``FloatList``, ``Int64List``, ``Feature`` (a oneof of the three), ``Features`` (a map of
+name to ``Feature``), ``FeatureList``, ``FeatureLists``, ``Example`` and
+``SequenceExample``. Their descriptors are built here at import from a
+``FileDescriptorProto`` (no generated code), in a private descriptor pool, so a process
+that also imports TensorFlow's own ``example_pb2`` has no clash; the serialized bytes are
+the same, so ``Example.FromString`` reads what TF wrote and TF reads what is written here.
+
+The classes are ordinary protobuf message classes (``SerializeToString``, ``FromString``,
+``ParseFromString``, keyword construction, ``text_format``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+__all__ = [
+    "BytesList",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
+]
+
+_F = descriptor_pb2.FieldDescriptorProto
+
+
+def _field(msg: Any, name: str, number: int, ftype: int, label: int = _F.LABEL_OPTIONAL,
+           type_name: str | None = None, oneof: int | None = None) -> None:
+    f = msg.field.add(name=name, number=number, type=ftype, label=label)
+    if type_name is not None:
+        f.type_name = type_name
+    if oneof is not None:
+        f.oneof_index = oneof
+    f.json_name = "".join(p if i == 0 else p.capitalize() for i, p in
+                          enumerate(name.split("_")))
+
+
+def _map(msg: Any, name: str, number: int, entry: str, value_type: str) -> None:
+    m = msg.nested_type.add(name=entry)
+    m.options.map_entry = True
+    _field(m, "key", 1, _F.TYPE_STRING)
+    _field(m, "value", 2, _F.TYPE_MESSAGE, type_name=value_type)
+    _field(msg, name, number, _F.TYPE_MESSAGE, _F.LABEL_REPEATED,
+           f".tensorflow.{msg.name}.{entry}")
+
+
+def _feature_file() -> descriptor_pb2.FileDescriptorProto:
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="tensorflow/core/example/feature.proto", package="tensorflow", syntax="proto3")
+    for name, ftype in (("BytesList", _F.TYPE_BYTES), ("FloatList", _F.TYPE_FLOAT),
+                        ("Int64List", _F.TYPE_INT64)):
+        m = fd.message_type.add(name=name)
+        _field(m, "value", 1, ftype, _F.LABEL_REPEATED)
+        if ftype != _F.TYPE_BYTES:
+            m.field[0].options.packed = True  # as feature.proto's [packed = true]
+    feature = fd.message_type.add(name="Feature")
+    feature.oneof_decl.add(name="kind")
+    for number, (name, kind) in enumerate((("bytes_list", "BytesList"),
+                                           ("float_list", "FloatList"),
+                                           ("int64_list", "Int64List")), start=1):
+        _field(feature, name, number, _F.TYPE_MESSAGE, type_name=f".tensorflow.{kind}", oneof=0)
+    _map(fd.message_type.add(name="Features"), "feature", 1, "FeatureEntry",
+         ".tensorflow.Feature")
+    flist = fd.message_type.add(name="FeatureList")
+    _field(flist, "feature", 1, _F.TYPE_MESSAGE, _F.LABEL_REPEATED, ".tensorflow.Feature")
+    _map(fd.message_type.add(name="FeatureLists"), "feature_list", 1, "FeatureListEntry",
+         ".tensorflow.FeatureList")
+    fd.options.java_package = "org.tensorflow.example"
+    fd.options.java_outer_classname = "FeatureProtos"
+    fd.options.java_multiple_files = True
+    fd.options.cc_enable_arenas = True
+    return fd
+
+
+def _example_file() -> descriptor_pb2.FileDescriptorProto:
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="tensorflow/core/example/example.proto", package="tensorflow", syntax="proto3",
+        dependency=["tensorflow/core/example/feature.proto"])
+    ex = fd.message_type.add(name="Example")
+    _field(ex, "features", 1, _F.TYPE_MESSAGE, type_name=".tensorflow.Features")
+    seq = fd.message_type.add(name="SequenceExample")
+    _field(seq, "context", 1, _F.TYPE_MESSAGE, type_name=".tensorflow.Features")
+    _field(seq, "feature_lists", 2, _F.TYPE_MESSAGE, type_name=".tensorflow.FeatureLists")
+    fd.options.java_package = "org.tensorflow.example"
+    fd.options.java_outer_classname = "ExampleProtos"
+    fd.options.java_multiple_files = True
+    fd.options.cc_enable_arenas = True
+    return fd
+
+
+_POOL = descriptor_pool.DescriptorPool()
+_POOL.Add(_feature_file())
+_POOL.Add(_example_file())
+
+
+def _cls(name: str) -> Any:
+    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
+
+
+BytesList: Any = _cls("BytesList")
+FloatList: Any = _cls("FloatList")
+Int64List: Any = _cls("Int64List")
+Feature: Any = _cls("Feature")
+Features: Any = _cls("Features")
+FeatureList: Any = _cls("FeatureList")
+FeatureLists: Any = _cls("FeatureLists")
+Example: Any = _cls("Example")
+SequenceExample: Any = _cls("SequenceExample")

@@ -1,0 +1,41 @@
+"""The ``tf.io`` namespace (TF r1.15): TFRecord files and the parsing and decoding ops.
+Re-exports only (``psrt/framework/tf_record.py``, ``psrt/ops/parsing_ops.py``,
+``psrt/ops/string_ops.py``, ``psrt/ops/image_ops.py``)."""
+
+from psrt.framework.tf_record import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
+from psrt.ops.image_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
+from psrt.ops.parsing_ops import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    VarLenFeature,
+    decode_csv,
+    decode_raw,
+    parse_example,
+    parse_single_example,
+    parse_single_sequence_example,
+)
+
+__all__ = [
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "TFRecordCompressionType",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "VarLenFeature",
+    "decode_csv",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
+    "decode_raw",
+    "encode_jpeg",
+    "encode_png",
+    "parse_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
+    "tf_record_iterator",
+]
