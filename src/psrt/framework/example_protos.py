@@ -103,16 +103,21 @@ _POOL.Add(_feature_file())
 _POOL.Add(_example_file())
 
 
-def _cls(name: str) -> Any:
-    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
+def _cls(name: str, doc: str) -> Any:
+    # protobuf's generated classes carry no docstring; give each the one its TF1 name has.
+    cls = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
+    cls.__doc__ = (f"tf.train.{name}: {doc} A protobuf message, byte-identical on the wire "
+                   f"to TF's tensorflow.{name} (tensorflow/core/example/*.proto).")
+    return cls
 
 
-BytesList: Any = _cls("BytesList")
-FloatList: Any = _cls("FloatList")
-Int64List: Any = _cls("Int64List")
-Feature: Any = _cls("Feature")
-Features: Any = _cls("Features")
-FeatureList: Any = _cls("FeatureList")
-FeatureLists: Any = _cls("FeatureLists")
-Example: Any = _cls("Example")
-SequenceExample: Any = _cls("SequenceExample")
+BytesList: Any = _cls("BytesList", "`value`: a repeated field of bytes strings.")
+FloatList: Any = _cls("FloatList", "`value`: a packed repeated field of float32 values.")
+Int64List: Any = _cls("Int64List", "`value`: a packed repeated field of int64 values.")
+Feature: Any = _cls("Feature", "one of `bytes_list`, `float_list` or `int64_list`.")
+Features: Any = _cls("Features", "`feature`: a map from feature name (str) to Feature.")
+FeatureList: Any = _cls("FeatureList", "`feature`: a repeated field of Feature, one per step.")
+FeatureLists: Any = _cls("FeatureLists", "`feature_list`: a map from name to FeatureList.")
+Example: Any = _cls("Example", "`features`: the Features of one training example.")
+SequenceExample: Any = _cls("SequenceExample",
+                            "`context` (Features) and `feature_lists` (FeatureLists).")
