@@ -396,6 +396,20 @@ def _sampled_logits(needs: Any, inputs: Any, all_w: Any, all_b: Any, true_expect
     return out, grad
 
 
+def _nce_sum(needs: Any, z: Any, x: Any) -> Any:
+    """``sum(sigmoid_cross_entropy_with_logits(z, x), 1)``: TF's stable form, with a
+    gradient that stays finite at the ``-FLT_MAX`` logits of removed accidental hits."""
+    x = np.asarray(x)
+    z = np.asarray(z, x.dtype)
+    loss = np.sum(np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x))), axis=1)
+
+    def grad(dy: Any) -> Any:
+        e = np.exp(-np.abs(x))                       # sigmoid(x) without overflow
+        sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        return None, np.asarray(dy, x.dtype)[:, None] * (sig - z)
+    return loss, grad
+
+
 def _sampled_labels(needs: Any, logits: Any, num_true: int) -> Any:
     logits = np.asarray(logits)
     out = np.zeros_like(logits)
@@ -491,10 +505,9 @@ def nce_loss(weights: Any, biases: Any, labels: Any, inputs: Any, num_sampled: i
     logits, out_labels = _compute_sampled_logits(
         weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values,
         True, remove_accidental_hits, partition_strategy, name, None)
-    losses = _nn.sigmoid_cross_entropy_with_logits(labels=out_labels, logits=logits,
-                                                   name=f"{name}/sampled_losses")
-    losses.dtype, losses.shape = logits.dtype, logits.shape
-    return _math.reduce_sum(losses, 1, name=f"{name}/Sum")
+    batch = logits.shape.as_list()[0] if logits.shape.ndims else None
+    return _lib.apply_op("Sum", f"{name}/sampled_losses", [out_labels, logits], _nce_sum,
+                         logits.dtype, TensorShape([batch]))
 
 
 def sampled_softmax_loss(weights: Any, biases: Any, labels: Any, inputs: Any,

@@ -168,20 +168,47 @@ def _dropout(needs: Any, x: Any, u: Any, rate: Any) -> Any:
     return x * factor, lambda dy: (np.asarray(dy, x.dtype) * factor, None, None)
 
 
+def _run_noise_shape(needs: Any, x: Any, *given: Any, spec: tuple[Any, ...]) -> Any:
+    dims, k = [], 0
+    for i, d in enumerate(spec):
+        if d == "tensor":
+            dims.append(int(np.asarray(given[k])))
+            k += 1
+        else:
+            dims.append(np.shape(x)[i] if d is None else d)
+    return np.asarray(dims, np.int32), lambda dy: (None,) * (1 + len(given))
+
+
 def _noise_shape(x: Any, noise_shape: Any) -> Any:
-    # TF's _get_noise_shape: None entries of a given noise_shape take x's static sizes.
+    # TF's _get_noise_shape: None entries of a given noise_shape take x's static sizes;
+    # psrt also fills those unknown until the run (a None batch) and takes scalar tensors
+    # (``[tf.shape(x)[0], 1]``) as entries.
     if noise_shape is None:
         return _array.shape(x)
     if _lib.is_graph_value(noise_shape):
         return noise_shape
-    dims = list(noise_shape)
+    dims: list[Any] = list(noise_shape)
     xs = _lib.static_shape(x)
-    if xs.ndims is not None and xs.ndims == len(dims):
-        dims = [xd if nd is None else nd for nd, xd in zip(dims, xs.as_list())]
-    if any(d is None for d in dims):
-        raise ValueError(f"noise_shape {list(noise_shape)!r} has unknown sizes x's static "
-                         f"shape {xs} does not fill in")
-    return np.asarray([int(d) for d in dims], np.int32)
+    known = xs.as_list() if xs.ndims is not None else None
+    if known is not None and len(known) == len(dims):
+        dims = [xd if nd is None else nd for nd, xd in zip(dims, known)]
+    if known is not None:
+        consts = [None if d is None or _lib.is_graph_value(d) else int(d) for d in dims]
+        pairs = list(zip(reversed(consts), reversed(known)))
+        if len(dims) > len(known) or any(nd is not None and nd != 1 and xd is not None and
+                                         nd != xd for nd, xd in pairs):
+            raise ValueError(f"noise_shape {list(noise_shape)!r} does not broadcast to x's "
+                             f"shape {xs}")
+    if all(d is not None and not _lib.is_graph_value(d) for d in dims):
+        return np.asarray([int(d) for d in dims], np.int32)
+    if any(d is None for d in dims) and (known is None or len(known) != len(dims)):
+        raise ValueError(f"noise_shape {list(noise_shape)!r} has None entries but x's rank "
+                         f"is not {len(dims)}")
+    given = [d for d in dims if _lib.is_graph_value(d)]
+    spec = tuple("tensor" if _lib.is_graph_value(d) else (None if d is None else int(d))
+                 for d in dims)
+    return _lib.apply_op("Pack", "noise_shape", [x] + given, _run_noise_shape, np.int32,
+                         TensorShape([len(dims)]), spec=spec)
 
 
 def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | None = None,
