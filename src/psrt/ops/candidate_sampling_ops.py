@@ -49,7 +49,8 @@ class _Sampler:
     def __init__(self, kind: str, num_true: int, num_sampled: int, unique: bool,
                  range_max: int, seed: Any) -> None:
         graph_seed, op_seed = get_seed(seed)
-        self.rng = np.random.default_rng(None if op_seed is None else [graph_seed, op_seed])
+        self.rng = np.random.default_rng(
+            None if op_seed is None else [int(graph_seed or 0), int(op_seed)])
         self.kind, self.num_true, self.num_sampled = kind, num_true, num_sampled
         self.unique, self.range_max = unique, range_max
 
@@ -218,7 +219,7 @@ def compute_accidental_hits(true_classes: Any, sampled_candidates: Any, num_true
     """
     def kernel(t: Any, s: Any) -> Any:
         return _hits(t, s, int(num_true))
-    return tuple(_lib.apply_op_outputs(  # type: ignore[return-value]
+    return tuple(_lib.apply_op_outputs(
         "ComputeAccidentalHits", name or "ComputeAccidentalHits",
         [true_classes, sampled_candidates], kernel, [np.int32, np.int64, np.float32],
         [TensorShape([None])] * 3))

@@ -453,7 +453,8 @@ def _compute_sampled_logits(weights: Any, biases: Any, labels: Any, inputs: Any,
                                         name=f"{name}/embedding_lookup_1")
     batch = hs.as_list()[0] if hs.ndims else None
     s = _lib.static_shape(sampled)
-    width = None if s.ndims != 1 or s.as_list()[0] is None else num_true + s.as_list()[0]
+    count = s.as_list()[0] if s.ndims == 1 else None
+    width = None if count is None else num_true + count
     logits = _lib.apply_op("SampledLogits", f"{name}/logits", [
         h, all_w, all_b, true_expected, sampled_expected, lab, sampled], _sampled_logits, dt,
         TensorShape([batch, width]), num_true=num_true, subtract_log_q=subtract_log_q,

@@ -250,7 +250,7 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
             _sub_from_one(keep_prob)
     if rate is None:
         raise ValueError("You must provide a rate to dropout.")
-    if isinstance(rate, numbers.Real) and not 0 <= rate < 1:
+    if isinstance(rate, numbers.Real) and not 0 <= float(rate) < 1:
         raise ValueError(f"rate must be a scalar tensor or a float in the range [0, 1), got "
                          f"{float(rate):g}")
     x = _input(x)
