@@ -101,6 +101,9 @@ def test_softplus_does_not_overflow_and_integer_leaky_relu_is_float32(sess):
     got = sess.run(tf.nn.softplus(big))
     np.testing.assert_allclose(got, [0, np.exp(-50.0), np.log(2), 50, 1000], rtol=1e-6)
     assert np.isfinite(got).all()
+    # TF's kernel selects (x > 0 ? x : alpha * x), so alpha > 1 is not max(x, alpha * x).
+    np.testing.assert_allclose(sess.run(tf.nn.leaky_relu(np.array([-1.0, 3.0]), 2.0)),
+                               [-2.0, 3.0])
     y = tf.nn.leaky_relu(np.array([-10, 5], np.int32))
     assert y.dtype == np.float32
     np.testing.assert_allclose(sess.run(y), [-2.0, 5.0])

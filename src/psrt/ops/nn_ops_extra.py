@@ -126,12 +126,14 @@ def softsign(features: Any, name: str | None = None) -> Tensor:
 def _leaky_relu(needs: Any, x: Any, alpha: float) -> Any:
     x = np.asarray(x)
     a = x.dtype.type(alpha)
-    y = np.maximum(x, x * a)
+    # TF's kernel (relu_op_functor.h): a select, not a max, so alpha > 1 or < 0 work too.
+    y = np.where(x > 0, x, x * a)
     return y, lambda dy: (np.where(x > 0, dy, dy * a),)
 
 
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
-    """Leaky ReLU, as ``tf.nn.leaky_relu``: ``max(alpha * features, features)``; gradient
+    """Leaky ReLU, as ``tf.nn.leaky_relu``: ``features`` where positive, else ``alpha *
+    features`` (TF's LeakyRelu kernel; ``max(alpha * x, x)`` for ``alpha <= 1``); gradient
     ``dy`` where ``features > 0``, else ``alpha * dy`` (TF's LeakyReluGrad). Integer
     ``features`` are cast to float32 first, as TF's; float dtypes are kept.
 
