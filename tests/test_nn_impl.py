@@ -438,6 +438,9 @@ def test_fused_batch_norm_errors():
         tf.nn.fused_batch_norm(x, np.ones(3), np.zeros(3), data_format="NCW")
     with pytest.raises(ValueError, match="x must be 4-dimensional"):
         tf.nn.fused_batch_norm(np.ones((2, 3), np.float32), np.ones(3), np.zeros(3))
+    with pytest.raises(ValueError, match="Both 'mean' and 'variance' must be None if "
+                                         "is_training is True."):
+        tf.nn.fused_batch_norm(x, np.ones(3), np.zeros(3), np.zeros(3), np.ones(3))
     with pytest.raises(ValueError, match="is_training=False needs the mean and variance"):
         tf.nn.fused_batch_norm(x, np.ones(3), np.zeros(3), is_training=False)
     with tf.Session("") as s, pytest.raises(

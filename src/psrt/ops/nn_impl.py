@@ -191,7 +191,7 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None,
     With ``is_training`` the batch's own per-channel mean and (biased) variance normalize
     ``x``: ``y = scale * (x - m) / sqrt(v + epsilon) + offset``; the returned variance is
     the Bessel-corrected ``v * n / (n - 1)`` (``n`` = batch * height * width), as TF's
-    kernel, for moving averages; ``mean`` and ``variance`` are not read. Without it the given
+    kernel, for moving averages; ``mean`` and ``variance`` must be None. Without it the given
     ``mean`` and ``variance`` normalize and are returned as they are. ``epsilon`` is raised to
     at least 1.001e-5, as TF's (cuDNN's minimum). The gradient flows to ``x``, ``scale`` and
     ``offset`` (TF's FusedBatchNormGrad); the batch mean and variance outputs carry none.
@@ -199,7 +199,7 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None,
     Args:
         x: A 4-D float Tensor, ``[N, H, W, C]`` (``"NHWC"``) or ``[N, C, H, W]`` (``"NCHW"``).
         scale, offset: 1-D ``[C]`` float Tensors.
-        mean, variance: 1-D ``[C]`` estimates; required when ``is_training`` is False.
+        mean, variance: 1-D ``[C]`` estimates when ``is_training`` is False, else None.
         epsilon: The small float added to the variance.
         data_format: ``"NHWC"`` or ``"NCHW"``.
         is_training: Use the batch's statistics (True) or the given estimates.
@@ -210,8 +210,9 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None,
         statistics ``[C]`` float32 (float64 for a float64 ``x``).
 
     Raises:
-        ValueError: an unknown ``data_format``, a known rank of ``x`` other than 4, or
-            ``is_training=False`` without ``mean`` and ``variance``.
+        ValueError: an unknown ``data_format``, a known rank of ``x`` other than 4,
+            ``is_training`` with ``mean`` or ``variance`` (TF's message), or
+            ``is_training=False`` without them.
         TypeError: a non-float ``x``.
         InvalidArgumentError (at run): ``scale``/``offset``/estimates not of ``[C]``.
     """
@@ -223,6 +224,8 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None,
     if shape.ndims not in (None, 4):
         raise ValueError(f"x must be 4-dimensional [N, H, W, C] or [N, C, H, W]; got shape "
                          f"{shape}")
+    if is_training and (mean is not None or variance is not None):
+        raise ValueError("Both 'mean' and 'variance' must be None if is_training is True.")
     if not is_training and (mean is None or variance is None):
         raise ValueError("fused_batch_norm with is_training=False needs the mean and "
                          "variance estimates; got None")
