@@ -556,7 +556,8 @@ def test_samplers_are_seeded_and_check_their_arguments():
     with pytest.raises(ValueError, match="num_sampled must be an int >= 1; got 0"):
         tf.nn.uniform_candidate_sampler(np.zeros((1, 1), np.int64), 1, 0, True, 5)
     with tf.Session("") as sess, pytest.raises(errors.InvalidArgumentError,
-                                               match="true_classes must have num_true"):
+                                               match=r"true_classes must have num_true "
+                                                     r"columns, expected: \[2\] was: \[3\]"):
         sess.run(tf.nn.uniform_candidate_sampler(np.zeros((2, 3), np.int64), 2, 2, True, 5)[0])
 
 

@@ -87,7 +87,7 @@ class _Sampler:
         if t.shape[1] != self.num_true:
             raise _errors.InvalidArgumentError(
                 None, None, f"true_classes must have num_true columns, expected: "
-                f"{t.shape[1]} was: {self.num_true}")
+                f"[{self.num_true}] was: [{t.shape[1]}]")
         sampled, tries = self.sample()
         return (sampled, expected_count(self.probability(t), self.num_sampled, tries),
                 expected_count(self.probability(sampled), self.num_sampled, tries))
