@@ -104,6 +104,12 @@ def test_softplus_does_not_overflow_and_integer_leaky_relu_is_float32(sess):
     # TF's kernel selects (x > 0 ? x : alpha * x), so alpha > 1 is not max(x, alpha * x).
     np.testing.assert_allclose(sess.run(tf.nn.leaky_relu(np.array([-1.0, 3.0]), 2.0)),
                                [-2.0, 3.0])
+    # Gradients stay finite (no overflow warning) far from 0, in float32 too.
+    far = tf.placeholder(tf.float32, [3])
+    g = sess.run(tf.gradients([tf.nn.softplus(far), tf.nn.weighted_cross_entropy_with_logits(
+        np.ones(3, np.float32), far, 2.0)], far)[0], {far: [-1000.0, 0.0, 1000.0]})
+    # softplus' sigmoid(x) plus -(1 + (q - 1) z) sigmoid(-x) at z = 1, q = 2.
+    np.testing.assert_allclose(g, [0 - 2, 0.5 - 2 * 0.5, 1 - 0], atol=1e-6)
     y = tf.nn.leaky_relu(np.array([-10, 5], np.int32))
     assert y.dtype == np.float32
     np.testing.assert_allclose(sess.run(y), [-2.0, 5.0])

@@ -26,6 +26,7 @@ from psrt.ops import candidate_sampling_ops as _sampling
 from psrt.ops import embedding_ops as _embedding
 from psrt.ops import math_ops as _math
 from psrt.ops import nn_ops as _nn
+from psrt.ops.nn_ops_extra import sigmoid_stable
 
 __all__ = ["batch_normalization", "fused_batch_norm", "l2_normalize", "moments", "nce_loss",
            "sampled_softmax_loss", "weighted_cross_entropy_with_logits", "zero_fraction"]
@@ -296,7 +297,7 @@ def _weighted_xent(needs: Any, z: Any, x: Any, q: Any) -> Any:
 
     def grad(dy: Any) -> Any:
         dy = np.asarray(dy, x.dtype)
-        sig_neg = 1 / (1 + np.exp(x))                                  # sigmoid(-x)
+        sig_neg = sigmoid_stable(-x)
         dz = dy * (-x + (q - one) * softplus_neg) if 0 in needs else None
         dx = dy * ((one - z) - log_weight * sig_neg) if 1 in needs else None
         dq = dy * z * softplus_neg if 2 in needs else None
@@ -407,9 +408,7 @@ def _nce_sum(needs: Any, z: Any, x: Any) -> Any:
     loss = np.sum(np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x))), axis=1)
 
     def grad(dy: Any) -> Any:
-        e = np.exp(-np.abs(x))                       # sigmoid(x) without overflow
-        sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-        return None, np.asarray(dy, x.dtype)[:, None] * (sig - z)
+        return None, np.asarray(dy, x.dtype)[:, None] * (sigmoid_stable(x) - z)
     return loss, grad
 
 

@@ -76,8 +76,14 @@ _relu6_op = _activation(
     "Relu6", lambda x: np.minimum(np.maximum(x, 0), 6).astype(x.dtype, copy=False),
     lambda x, y, dy: dy * ((x > 0) & (x < 6)), "fiu", "float16, float32, float64, int32, int64")
 # log(1 + exp(x)) without overflow; TF's thresholded form agrees to float precision.
+def sigmoid_stable(x: Any) -> Any:
+    """``1 / (1 + exp(-x))`` without overflow for large ``|x|`` (keeps x's dtype)."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
 _softplus_op = _activation("Softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
-                           lambda x, y, dy: dy / (1 + np.exp(-x)))
+                           lambda x, y, dy: dy * sigmoid_stable(x))
 _softsign_op = _activation("Softsign", lambda x: x / (1 + np.abs(x)),
                            lambda x, y, dy: dy / np.square(1 + np.abs(x)))
 
