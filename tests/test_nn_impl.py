@@ -750,3 +750,14 @@ def test_training_pulls_and_pushes_only_the_sampled_rows(shared_ps2, worker, pre
     changed = np.nonzero((w1 != w0).any(axis=1))[0]
     assert set(changed.tolist()) <= set(((ids % 2) * 500 + ids // 2).tolist())
     assert len(changed) > 0
+
+
+def test_tf_math_namespace_re_exports_the_same_ops():
+    # TF1 has top_k, in_top_k, softplus, ... under tf.math as well as tf.nn.
+    for name in ("top_k", "in_top_k", "softplus", "softsign", "l2_normalize", "zero_fraction",
+                 "softmax", "log_softmax"):
+        assert getattr(tf.math, name) is getattr(tf.nn, name)
+    assert tf.math.log is tf.log and tf.math.reduce_sum is tf.reduce_sum
+    assert "top_k" in tf.math.__all__ and "math" in tf.__all__
+    with pytest.raises(AttributeError, match="module 'psrt.math' has no attribute 'erf'"):
+        tf.math.erf  # noqa: B018
