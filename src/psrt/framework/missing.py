@@ -34,12 +34,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
                            "only; write the convolution in numpy inside a @psrt.function "
                            "(autograd differentiates it)",
-    ("psrt.nn", "dropout"): "multiply by a numpy mask inside a @psrt.function",
     ("psrt.nn", "max_pool"): "compute it in numpy inside a @psrt.function",
-    ("psrt.nn", "nce_loss"): "compute it in numpy inside a @psrt.function over the rows of "
-                             "psrt.nn.embedding_lookup (only those rows are pushed)",
-    ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside a @psrt.function over "
-                                         "rows of psrt.nn.embedding_lookup",
     # tf.train.*
     ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
                                      "psrt.train.FIFOQueue with shuffled numpy batches",
