@@ -21,6 +21,7 @@ _sigterm.install()  # only as PID 1 (a container without an init): SIGTERM ends 
 # The namespaces (each a face of its own), then the names, each from its home.
 # ruff: noqa: E402  (after the logging set-up)
 from psrt import (
+    data,
     dynamic_embedding,
     embedding_ops,
     errors,
@@ -321,6 +322,7 @@ __all__ = [
     "constant",
     "constant_initializer",
     "control_dependencies",
+    "data",
     "convert_to_tensor",
     "cos",
     "count_nonzero",
