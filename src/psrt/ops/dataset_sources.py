@@ -215,8 +215,8 @@ class ListFiles(DatasetNode):
             raise _errors.InvalidArgumentError(
                 None, None, f"No files matched pattern: {', '.join(pats)}")
         if self._shuffle:
-            rng = rng(self._seeds, ctx.counter(id(self)))
-            files = [files[i] for i in rng.permutation(len(files))]
+            order = rng(self._seeds, ctx.counter(id(self))).permutation(len(files))
+            files = [files[i] for i in order]
         return ([np.array(f.encode(), dtype=object)] for f in files)
 
 

@@ -77,7 +77,7 @@ def to_shapes(s: Any, like: Any) -> Any:
         return map_structure(lambda _: TensorShape(None), like)
     leaves = flatten(like)
     if not is_structure(like):
-        return as_shape(s)
+        return _as_shape(s)
     # shapes are lists: flatten only the element's containers (tuples and dicts).
     out = []
 
@@ -95,10 +95,18 @@ def to_shapes(s: Any, like: Any) -> Any:
             for a, b in zip(shape, t):
                 walk(a, b)
         else:
-            out.append(as_shape(shape))
+            out.append(_as_shape(shape))
     walk(s, like)
     assert len(out) == len(leaves)
     return pack(like, out)
+
+
+def _as_shape(shape: Any) -> TensorShape:
+    """A shape argument (TensorShape, list with None or -1 for unknown sizes, None)."""
+    if isinstance(shape, (list, tuple)):
+        shape = [None if d is None or (not isinstance(d, TensorShape) and d == -1) else d
+                 for d in shape]
+    return as_shape(shape)
 
 
 def spec_of_value(v: np.ndarray) -> tuple[np.dtype, TensorShape]:

@@ -216,9 +216,12 @@ class Iterator:
                     "initialized. Ensure that you have run the initializer operation for "
                     "this iterator before getting the next element.")
             try:
-                return list(next(self._state))
+                elem = next(self._state)
             except StopIteration:
                 raise _errors.OutOfRangeError(None, None, "End of sequence") from None
+        # A scalar string is fetched as bytes, as TF's session returns it.
+        return [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype == object
+                else v for v in elem]
 
     def __repr__(self) -> str:
         return f"<psrt.data.Iterator '{self._name}' types: {self.output_types}>"

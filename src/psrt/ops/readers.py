@@ -80,7 +80,9 @@ def _open(path: str, compression: str) -> IO[bytes]:
     """``path`` opened for reading its uncompressed bytes."""
     f = _tf_record._open(path, "rb")
     if compression == "GZIP":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+        g = gzip.GzipFile(fileobj=f)
+        g.myfileobj = f  # closing g closes the file
+        return g  # type: ignore[return-value]
     if compression == "ZLIB":
         with f:
             try:
