@@ -557,3 +557,46 @@ def test_mnist_tfdata_example_trains_to_the_end_of_its_data(tmp_path):
     assert "should_stop: True" in out
     accuracy = re.findall(r"Test accuracy: ([0-9.]+)", out)
     assert len(accuracy) == 1 and float(accuracy[0]) > 0.7, out
+
+
+def test_monitored_session_with_an_initializable_iterator(tmp_path):
+    # The TF1 idioms: the iterator started by the Scaffold's local_init_op, or by a hook's
+    # after_create_session with a feed; the end of the data ends the loop (should_stop).
+    tf.reset_default_graph()
+    server = tf.train.Server.create_local_server()
+    path = str(tmp_path / "d.tfrecord")
+    _write(path, range(5))
+    names = tf.placeholder(tf.string, [None])
+    it = tf.data.TFRecordDataset(names).map(
+        lambda r: tf.io.parse_single_example(r, FEATURES)["y"]).batch(2) \
+        .make_initializable_iterator()
+    y = it.get_next()
+    gs = tf.train.get_or_create_global_step()
+    w = tf.Variable(np.zeros(1, np.float32), name="w")
+    loss = tf.reduce_sum(w * tf.cast(tf.reduce_sum(y), tf.float32))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+
+    class InitHook(tf.train.SessionRunHook):
+        def after_create_session(self, session, coord):
+            session.run(it.initializer, feed_dict={names: [path]})
+
+    seen = []
+    try:
+        with tf.train.MonitoredTrainingSession(master=server.target, hooks=[InitHook()]) as s:
+            while not s.should_stop():
+                seen.append(s.run([train, y])[1].tolist())
+        assert s.should_stop()
+        assert seen == [[0, 1], [2, 3], [4]]
+
+        tf.reset_default_graph()
+        it2 = tf.data.Dataset.range(3).make_initializable_iterator()
+        v = it2.get_next()
+        tf.train.get_or_create_global_step()
+        scaffold = tf.train.Scaffold(local_init_op=it2.initializer)
+        got = []
+        with tf.train.MonitoredTrainingSession(master=server.target, scaffold=scaffold) as s:
+            while not s.should_stop():
+                got.append(int(s.run(v)))
+        assert got == [0, 1, 2]
+    finally:
+        server.stop()
