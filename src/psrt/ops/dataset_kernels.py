@@ -19,7 +19,7 @@ from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import dataset_structure as _st
 from psrt.ops.dataset_sources import rng as _rng
 from psrt.ops.dataset_sources import spec as _spec
-from psrt.ops.dataset_structure import DatasetNode, _Flat
+from psrt.ops.dataset_structure import DatasetNode, Flat
 
 __all__ = ["AUTOTUNE", "Batch", "Cache", "Filter", "Interleave", "Map", "PaddedBatch",
            "Prefetch", "Repeat", "Shard", "Shuffle", "Skip", "Take", "interleave_iterators"]
@@ -53,7 +53,7 @@ class Map(_Unary):
     def _functions(self) -> list[_st.TracedFunction]:
         return [self._fn]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         fn, src = self._fn, self._input._make(ctx)
         return (fn(ctx, e) for e in src)
 
@@ -71,7 +71,7 @@ class Filter(_Unary):
     def _functions(self) -> list[_st.TracedFunction]:
         return [self._fn]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         fn, src = self._fn, self._input._make(ctx)
         return (e for e in src if bool(fn(ctx, e)[0]))
 
@@ -105,10 +105,10 @@ class Batch(_Unary):
                                                f"zero; got {n}")
         return n
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         n, src, drop = self._batch_size(ctx), self._input._make(ctx), self._drop
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             while True:
                 items = []
                 for e in src:
@@ -122,7 +122,7 @@ class Batch(_Unary):
                     return
         return gen()
 
-    def _stack(self, items: list[_Flat]) -> _Flat:
+    def _stack(self, items: list[Flat]) -> Flat:
         out = []
         for c in range(len(items[0])):
             parts = [e[c] for e in items]
@@ -155,7 +155,7 @@ class PaddedBatch(Batch):
         n = _static_int(self._size) if self._drop else None
         self._shapes = [TensorShape([n] + s) for s in self._padded]
 
-    def _stack(self, items: list[_Flat]) -> _Flat:
+    def _stack(self, items: list[Flat]) -> Flat:
         out = []
         for c, (want, pad) in enumerate(zip(self._padded, self._pads)):
             parts = [np.asarray(e[c]) for e in items]
@@ -184,7 +184,7 @@ class Shuffle(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._size]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         n = ctx.scalar(self._size, "buffer_size")
         if n <= 0:
             raise _errors.InvalidArgumentError(None, None, f"buffer_size must be greater than "
@@ -192,8 +192,8 @@ class Shuffle(_Unary):
         rng = _rng(self._seeds, ctx.counter(id(self)) if self._reshuffle else 0)
         src = self._input._make(ctx)
 
-        def gen() -> Iterator[_Flat]:
-            buf: list[_Flat] = []
+        def gen() -> Iterator[Flat]:
+            buf: list[Flat] = []
             end = False
             while True:
                 while not end and len(buf) < n:
@@ -219,11 +219,11 @@ class Repeat(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._count]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         count = ctx.scalar(self._count, "count")
         src = self._input
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             epoch = 0
             while count < 0 or epoch < count:
                 empty = True
@@ -244,12 +244,13 @@ class Take(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._count]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
-        count, src = ctx.scalar(self._count, "count"), self._input._make(ctx)
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
+        count = ctx.scalar(self._count, "count")
+        src: Iterator[Flat] = self._input._make(ctx)
         if count < 0:
             return src
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             for i in range(count):
                 try:
                     yield next(src)
@@ -259,10 +260,10 @@ class Take(_Unary):
 
 
 class Skip(Take):
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         count, src = ctx.scalar(self._count, "count"), self._input._make(ctx)
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             if count < 0:
                 return
             for _ in range(count):
@@ -283,7 +284,7 @@ class Shard(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._num, self._index]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         n, k = ctx.scalar(self._num, "num_shards"), ctx.scalar(self._index, "index")
         if n <= 0:
             raise _errors.InvalidArgumentError(
@@ -297,20 +298,20 @@ class Shard(_Unary):
 
 
 class Cache(_Unary):
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         key = ("cache", id(self))
         store = ctx.counters
-        done = store.get(key)   # type: ignore[call-overload]
+        done = store.get(key)
         if done is not None:
             return iter(done)
         src = self._input._make(ctx)
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             seen = []
             for e in src:
                 seen.append(e)
                 yield e
-            store[key] = seen   # type: ignore[index]
+            store[key] = seen
         return gen()
 
 
@@ -322,7 +323,7 @@ class Prefetch(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._size]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         n = ctx.scalar(self._size, "buffer_size")
         if n == AUTOTUNE:
             n = 2
@@ -341,7 +342,7 @@ class _Prefetcher:
     thread ends at the end of ``src``, on an error (re-raised to the reader, in order) or
     when this object is closed or dropped (an iterator re-initialized)."""
 
-    def __init__(self, src: Iterator[_Flat], n: int) -> None:
+    def __init__(self, src: Iterator[Flat], n: int) -> None:
         self._q: queue.Queue[Any] = queue.Queue(n)
         self._stop = threading.Event()
         self._done = False
@@ -352,7 +353,7 @@ class _Prefetcher:
     def __iter__(self) -> "_Prefetcher":
         return self
 
-    def __next__(self) -> _Flat:
+    def __next__(self) -> Flat:
         if self._done:
             raise StopIteration
         item = self._q.get()
@@ -372,7 +373,7 @@ class _Prefetcher:
         self._stop.set()
 
 
-def _produce(src: Iterator[_Flat], q: "queue.Queue[Any]", stop: threading.Event) -> None:
+def _produce(src: Iterator[Flat], q: "queue.Queue[Any]", stop: threading.Event) -> None:
     def put(item: Any) -> bool:
         while not stop.is_set():
             try:
@@ -411,7 +412,7 @@ class Interleave(_Unary):
     def _tensors(self) -> list[Any]:
         return [self._cycle, self._block]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         cycle = ctx.scalar(self._cycle, "cycle_length")
         block = ctx.scalar(self._block, "block_length")
         if cycle == AUTOTUNE:
@@ -422,19 +423,20 @@ class Interleave(_Unary):
                 f"{cycle} and {block}")
         src, fn, inner = self._input._make(ctx), self._fn, self._inner
 
-        def open_one(elem: _Flat) -> Iterator[_Flat]:
-            return inner._make(ctx.child(dict(zip(fn._names, elem))))
+        def open_one(elem: Flat) -> Iterator[Flat]:
+            it: Iterator[Flat] = inner._make(ctx.child(dict(zip(fn._names, elem))))
+            return it
 
         return interleave_iterators(src, open_one, cycle, block)
 
 
-def interleave_iterators(src: Iterator[_Flat], open_one: Callable[[_Flat], Iterator[_Flat]],
-                         cycle: int, block: int) -> Iterator[_Flat]:
+def interleave_iterators(src: Iterator[Flat], open_one: Callable[[Flat], Iterator[Flat]],
+                         cycle: int, block: int) -> Iterator[Flat]:
     """The elements of ``open_one(e)`` for each ``e`` of ``src``, ``block`` at a time from
     ``cycle`` open ones in turn, a finished one replaced by the next input's in its slot,
     in TF's order (tensorflow/core/kernels/data/interleave_dataset_op.cc,
     ``GetNextInternal``)."""
-    slots: list[Iterator[_Flat] | None] = [None] * cycle
+    slots: list[Iterator[Flat] | None] = [None] * cycle
     ci = bi = 0
     open_n, end_of_input = 0, False
     while not end_of_input or open_n > 0:

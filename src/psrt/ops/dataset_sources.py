@@ -15,7 +15,7 @@ from psrt.framework import random_seed as _random_seed
 from psrt.framework.tensor import Tensor
 from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import dataset_structure as _st
-from psrt.ops.dataset_structure import DatasetNode, _Flat
+from psrt.ops.dataset_structure import DatasetNode, Flat
 
 __all__ = ["Concatenate", "Generator", "ListFiles", "Range", "TensorSlices", "Tensors", "Zip",
            "rng", "spec"]
@@ -38,7 +38,7 @@ class Tensors(DatasetNode):
     def _tensors(self) -> list[Any]:
         return self._values
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         return iter([[ctx.array(v) for v in self._values]])
 
 
@@ -56,14 +56,14 @@ class TensorSlices(Tensors):
         self._shapes = [TensorShape(s.as_list()[1:]) if s.ndims is not None else s
                         for s in self._shapes]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         values = [ctx.array(v) for v in self._values]
         sizes = {v.shape[0] if v.ndim else None for v in values}
         if None in sizes or len(sizes) != 1:
             raise _errors.InvalidArgumentError(
                 None, None, f"All components must have the same size in the 0th dimension; "
                 f"got shapes {[list(v.shape) for v in values]}")
-        (n,) = sizes
+        n = int(values[0].shape[0]) if values else 0
         return ([v[i] for v in values] for i in range(n))
 
 
@@ -77,7 +77,7 @@ class Range(DatasetNode):
     def _tensors(self) -> list[Any]:
         return self._args
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         vals = [ctx.scalar(a, "range's arguments") for a in self._args]
         start, stop, step = (0, vals[0], 1) if len(vals) == 1 else \
             (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
@@ -100,16 +100,16 @@ class Generator(DatasetNode):
     def _tensors(self) -> list[Any]:
         return self._args
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         args = [ctx.array(a) for a in self._args]
         source = self._gen(*args)
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             for elem in source:
                 yield self._convert(elem)
         return gen()
 
-    def _convert(self, elem: Any) -> _Flat:
+    def _convert(self, elem: Any) -> Flat:
         if isinstance(elem, list) and isinstance(self._structure, tuple):
             elem = tuple(elem)
         try:
@@ -161,7 +161,7 @@ class Zip(DatasetNode):
     def _inputs(self) -> list[DatasetNode]:
         return self._datasets
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         its = [d._make(ctx) for d in self._datasets]
         return ([x for e in parts for x in e] for parts in zip(*its))
 
@@ -180,10 +180,10 @@ class Concatenate(DatasetNode):
     def _inputs(self) -> list[DatasetNode]:
         return [self._a, self._b]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         first = self._a._make(ctx)
 
-        def gen() -> Iterator[_Flat]:
+        def gen() -> Iterator[Flat]:
             yield from first
             yield from self._b._make(ctx)
         return gen()
@@ -207,7 +207,7 @@ class ListFiles(DatasetNode):
     def _tensors(self) -> list[Any]:
         return [self._pattern]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         pats = [p.decode() if isinstance(p, bytes) else str(p)
                 for p in ctx.array(self._pattern).reshape(-1)]
         files = sorted({f for p in pats for f in glob.glob(p)})

@@ -25,7 +25,7 @@ from psrt.framework.sparse_tensor import SparseTensor
 from psrt.framework.tensor import Tensor, placeholder
 from psrt.framework.tensor_shape import TensorShape, as_shape
 
-__all__ = ["Context", "DatasetNode", "TracedFunction", "as_tensor_value", "flatten", "pack", "element_value",
+__all__ = ["Context", "DatasetNode", "Flat", "TracedFunction", "as_tensor_value", "flatten", "pack", "element_value",
            "is_structure", "map_structure", "placeholders_of", "spec_of_value", "to_dtypes",
            "to_shapes"]
 
@@ -164,9 +164,9 @@ class Context:
     (placeholder name -> value) and the values computed from them, plus the per-iteration
     counters of reshuffling datasets (shared with the contexts of nested datasets)."""
 
-    def __init__(self, feeds: dict[str, Any], counters: dict[int, int] | None = None) -> None:
+    def __init__(self, feeds: dict[str, Any], counters: dict[Any, Any] | None = None) -> None:
         self.feeds = feeds
-        self.counters: dict[int, int] = {} if counters is None else counters
+        self.counters: dict[Any, Any] = {} if counters is None else counters
         self._memo: dict[int, Any] = {}
 
     def child(self, feeds: dict[str, Any]) -> "Context":
@@ -200,7 +200,7 @@ class Context:
 
     def counter(self, key: int) -> int:
         """The next count of ``key`` (0 first), in this initialization."""
-        n = self.counters.get(key, 0)
+        n = int(self.counters.get(key, 0))
         self.counters[key] = n + 1
         return n
 
@@ -275,7 +275,7 @@ def _output_tensor(x: Any) -> Tensor:
     return constant(as_tensor_value(x))
 
 
-_Flat = list  # one element: its components' values, flat
+Flat = list[Any]  # one element: its components' values, flat
 
 
 class DatasetNode:
@@ -288,7 +288,7 @@ class DatasetNode:
     _dtypes: list[np.dtype]
     _shapes: list[TensorShape]
 
-    def _set_spec(self, structure: Any, dtypes: list[np.dtype], shapes: list[TensorShape]
+    def _set_spec(self, structure: Any, dtypes: list[Any], shapes: list[Any]
                   ) -> None:
         self._structure = structure
         self._dtypes = [np.dtype(d) for d in dtypes]

@@ -229,13 +229,15 @@ class Iterator:
 
 def make_one_shot_iterator(dataset: Any) -> Iterator:
     """``dataset.make_one_shot_iterator()``, as ``tf.compat.v1.data.make_one_shot_iterator``."""
-    return dataset.make_one_shot_iterator()
+    it: Iterator = dataset.make_one_shot_iterator()
+    return it
 
 
 def make_initializable_iterator(dataset: Any, shared_name: str | None = None) -> Iterator:
     """``dataset.make_initializable_iterator()``, as
     ``tf.compat.v1.data.make_initializable_iterator``."""
-    return dataset.make_initializable_iterator(shared_name)
+    it: Iterator = dataset.make_initializable_iterator(shared_name)
+    return it
 
 
 def get_output_types(dataset_or_iterator: Any) -> Any:

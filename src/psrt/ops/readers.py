@@ -23,7 +23,7 @@ from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import dataset_structure as _st
 from psrt.ops.dataset_kernels import interleave_iterators
 from psrt.ops.dataset_ops import Dataset
-from psrt.ops.dataset_structure import DatasetNode, _Flat
+from psrt.ops.dataset_structure import DatasetNode, Flat
 
 __all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]
 
@@ -47,7 +47,7 @@ class _Names(DatasetNode):
     def _tensors(self) -> list[Any]:
         return [self._value]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         names = ctx.array(self._value).reshape(-1)
         return ([np.array(n, dtype=object)] for n in names)
 
@@ -81,7 +81,7 @@ def _open(path: str, compression: str) -> IO[bytes]:
     f = _tf_record._open(path, "rb")
     if compression == "GZIP":
         g = gzip.GzipFile(fileobj=f)
-        g.myfileobj = f  # closing g closes the file
+        g.myfileobj = f  # type: ignore[assignment]  # closing g closes the file
         return g  # type: ignore[return-value]
     if compression == "ZLIB":
         with f:
@@ -109,14 +109,14 @@ class _Files(DatasetNode):
     def _tensors(self) -> list[Any]:
         return [*self._args, self._parallel]
 
-    def _make(self, ctx: _st.Context) -> Iterator[_Flat]:
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         n = ctx.scalar(self._parallel, "num_parallel_reads")
         if n <= 0 and n != -1:
             raise _errors.InvalidArgumentError(None, None, f"num_parallel_reads must be "
                                                f"positive or AUTOTUNE (-1); got {n}")
         files = self._names._make(ctx)
 
-        def records(elem: _Flat) -> Iterator[_Flat]:
+        def records(elem: Flat) -> Iterator[Flat]:
             return ([np.array(r, dtype=object)] for r in self._read(_path(elem[0]), ctx))
         if n == 1:
             return (r for f in files for r in records(f))
