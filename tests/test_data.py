@@ -555,8 +555,10 @@ def test_mnist_tfdata_example_trains_to_the_end_of_its_data(tmp_path):
     assert sorted((w, n) for w, n, _ in steps) == [("0", "20"), ("1", "20")], out
     assert max(int(g) for _, _, g in steps) == 40, out
     assert "should_stop: True" in out
+    # The chief evaluates when its own data ends: after at least its 20 steps (asynchronous
+    # training: the other worker's steps may come later), well above chance (0.1).
     accuracy = re.findall(r"Test accuracy: ([0-9.]+)", out)
-    assert len(accuracy) == 1 and float(accuracy[0]) > 0.7, out
+    assert len(accuracy) == 1 and float(accuracy[0]) > 0.5, out
 
 
 def test_monitored_session_with_an_initializable_iterator(tmp_path):
