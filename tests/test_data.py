@@ -602,3 +602,48 @@ def test_monitored_session_with_an_initializable_iterator(tmp_path):
         assert got == [0, 1, 2]
     finally:
         server.stop()
+
+
+# ---- SparseTensor components ------------------------------------------------------------------
+
+
+def test_batch_of_sparse_tensors_is_tfs(sess):
+    # batch_test.py, testBatchSparse: SparseTensorValue(indices=[[0]], values=i * [1],
+    # dense_shape=[1]) per element, batched by 5.
+    ds = tf.data.Dataset.range(10).map(lambda i: tf.SparseTensorValue(
+        indices=[[0]], values=i * [1], dense_shape=[1])).batch(5)
+    assert ds.output_classes is tf.SparseTensor and ds.output_types == tf.int64
+    assert ds.output_shapes.as_list() == [None, 1]
+    got = _all(sess, ds)
+    assert len(got) == 2
+    for i, v in enumerate(got):
+        assert v.indices.tolist() == [[0, 0], [1, 0], [2, 0], [3, 0], [4, 0]]
+        assert v.values.tolist() == [i * 5 + k for k in range(5)]
+        assert v.dense_shape.tolist() == [5, 1]
+
+
+def test_var_len_features_through_map_before_and_after_batch(sess, tmp_path):
+    path = str(tmp_path / "v.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for ids in ([3, 7], [], [5]):
+            w.write(tf.train.Example(features=tf.train.Features(feature={
+                "ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
+            })).SerializeToString())
+    spec = {"ids": tf.io.VarLenFeature(tf.int64)}
+    per_record = tf.data.TFRecordDataset(path).map(
+        lambda r: tf.io.parse_single_example(r, spec)["ids"]).batch(3)
+    batched = tf.data.TFRecordDataset(path).batch(3).map(
+        lambda s: tf.io.parse_example(s, spec)["ids"])
+    for ds in (per_record, batched):
+        assert ds.output_classes is tf.SparseTensor
+        [v] = _all(sess, ds)
+        assert v.indices.tolist() == [[0, 0], [0, 1], [2, 0]]
+        assert v.values.tolist() == [3, 7, 5] and v.values.dtype == np.int64
+        assert v.dense_shape.tolist() == [3, 2]
+    # A sparse element reaches a map function as a SparseTensor.
+    dense = per_record.map(lambda sp: tf.sparse_to_dense(sp.indices, sp.dense_shape,
+                                                         sp.values))
+    assert _all(sess, dense)[0].tolist() == [[3, 7], [0, 0], [5, 0]]
+    with pytest.raises(TypeError, match="padded_batch"):
+        tf.data.TFRecordDataset(path).map(
+            lambda r: tf.io.parse_single_example(r, spec)["ids"]).padded_batch(2, [-1])

@@ -14,6 +14,7 @@ import numpy as np
 
 from psrt.framework import errors as _errors
 from psrt.framework import random_seed as _random_seed
+from psrt.framework.sparse_tensor import SparseTensorValue
 from psrt.framework.tensor import Tensor
 from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import dataset_structure as _st
@@ -42,13 +43,14 @@ class _Unary(DatasetNode):
 class Map(_Unary):
     def __init__(self, input_dataset: DatasetNode, func: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
-        self._fn = _st.TracedFunction(func, input_dataset._structure, input_dataset._dtypes,
-                                      input_dataset._shapes, "map")
+        self._fn = _traced(func, input_dataset, "map")
         if self._fn.plan is None:
             raise TypeError("the function given to map returned a Dataset; use flat_map or "
                             "interleave")
-        specs = [_spec(t) for t in self._fn.outputs]
-        self._set_spec(self._fn.structure, [d for d, _ in specs], [s for _, s in specs])
+        specs = [(_spec(o.values), _st.sparse_shape(o)) if sp else (_spec(o), None)
+                 for o, sp in zip(self._fn.outputs, self._fn.sparse)]
+        self._set_spec(self._fn.structure, [d for (d, _), _ in specs],
+                       [s if s is not None else t for (_, t), s in specs], self._fn.sparse)
 
     def _functions(self) -> list[_st.TracedFunction]:
         return [self._fn]
@@ -61,10 +63,10 @@ class Map(_Unary):
 class Filter(_Unary):
     def __init__(self, input_dataset: DatasetNode, predicate: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
-        self._fn = _st.TracedFunction(predicate, input_dataset._structure,
-                                      input_dataset._dtypes, input_dataset._shapes, "filter")
+        self._fn = _traced(predicate, input_dataset, "filter")
         outs = self._fn.outputs if self._fn.plan is not None else []
-        if len(outs) != 1 or outs[0].dtype != np.bool_ or outs[0].shape.ndims != 0:
+        if len(outs) != 1 or not isinstance(outs[0], Tensor) or outs[0].dtype != np.bool_ \
+                or outs[0].shape.ndims != 0:
             raise ValueError(f"`predicate` return type must be convertible to a scalar "
                              f"boolean tensor. Was {outs or self._fn.result!r}.")
 
@@ -74,6 +76,10 @@ class Filter(_Unary):
     def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         fn, src = self._fn, self._input._make(ctx)
         return (e for e in src if bool(fn(ctx, e)[0]))
+
+
+def _traced(func: Callable[..., Any], ds: DatasetNode, what: str) -> _st.TracedFunction:
+    return _st.TracedFunction(func, ds._structure, ds._dtypes, ds._shapes, what, ds._sparse)
 
 
 def _size_arg(x: Any, what: str) -> Any:
@@ -123,9 +129,12 @@ class Batch(_Unary):
         return gen()
 
     def _stack(self, items: list[Flat]) -> Flat:
-        out = []
+        out: Flat = []
         for c in range(len(items[0])):
             parts = [e[c] for e in items]
+            if self._sparse[c]:
+                out.append(_batch_sparse(parts, c))
+                continue
             first = np.shape(parts[0])
             for i, p in enumerate(parts):
                 if np.shape(p) != first:
@@ -137,10 +146,34 @@ class Batch(_Unary):
         return out
 
 
+def _batch_sparse(parts: list[Any], c: int) -> SparseTensorValue:
+    """SparseTensorValues of one rank batched as TF batches SparseTensors: a new first
+    dimension (each entry's index prefixed by its element's position), the dense shape the
+    largest of the elements' in each dimension."""
+    ranks = {len(p.dense_shape) for p in parts}
+    if len(ranks) != 1:
+        raise _errors.InvalidArgumentError(
+            None, None, f"Cannot batch SparseTensors of different ranks in component {c}: "
+                        f"{sorted(ranks)}")
+    rank = ranks.pop()
+    shape = np.max(np.stack([np.asarray(p.dense_shape, np.int64) for p in parts]), axis=0) \
+        if rank else np.zeros(0, np.int64)
+    indices = np.concatenate([np.concatenate(
+        [np.full((len(p.indices), 1), i, np.int64),
+         np.asarray(p.indices, np.int64).reshape(-1, rank)], axis=1)
+        for i, p in enumerate(parts)])
+    values = np.concatenate([np.asarray(p.values) for p in parts])
+    return SparseTensorValue(indices, values, np.concatenate([[len(parts)], shape]).astype(
+        np.int64))
+
+
 class PaddedBatch(Batch):
     def __init__(self, input_dataset: DatasetNode, batch_size: Any, padded_shapes: Any,
                  padding_values: Any, drop_remainder: Any) -> None:
         super().__init__(input_dataset, batch_size, drop_remainder)
+        if any(input_dataset._sparse):
+            raise TypeError("padded_batch is not supported for SparseTensor components; use "
+                            "batch")
         shapes = _st.flatten(_st.to_shapes(padded_shapes, input_dataset._structure))
         self._padded = [s.as_list() for s in shapes]
         for s, own in zip(shapes, input_dataset._shapes):
@@ -395,8 +428,7 @@ class Interleave(_Unary):
     def __init__(self, input_dataset: DatasetNode, func: Callable[..., Any], cycle_length: Any,
                  block_length: Any) -> None:
         super().__init__(input_dataset)
-        self._fn = _st.TracedFunction(func, input_dataset._structure, input_dataset._dtypes,
-                                      input_dataset._shapes, "interleave")
+        self._fn = _traced(func, input_dataset, "interleave")
         inner = getattr(self._fn.result, "_node", None)
         if not isinstance(inner, DatasetNode):
             raise TypeError(f"`map_func` must return a `Dataset` object; got "
@@ -424,7 +456,7 @@ class Interleave(_Unary):
         src, fn, inner = self._input._make(ctx), self._fn, self._inner
 
         def open_one(elem: Flat) -> Iterator[Flat]:
-            it: Iterator[Flat] = inner._make(ctx.child(dict(zip(fn._names, elem))))
+            it: Iterator[Flat] = inner._make(ctx.child(fn.element_feeds(elem)))
             return it
 
         return interleave_iterators(src, open_one, cycle, block)

@@ -64,7 +64,8 @@ class TensorSlices(Tensors):
                 None, None, f"All components must have the same size in the 0th dimension; "
                 f"got shapes {[list(v.shape) for v in values]}")
         n = int(values[0].shape[0]) if values else 0
-        return ([v[i] for v in values] for i in range(n))
+        # v[i, ...]: a 0-d array, not a numpy scalar (which Python's `i * [1]` would repeat)
+        return ([v[i, ...] for v in values] for i in range(n))
 
 
 class Range(DatasetNode):
@@ -83,7 +84,7 @@ class Range(DatasetNode):
             (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
         if step == 0:
             raise _errors.InvalidArgumentError(None, None, "step size cannot be 0")
-        return ([np.int64(i)] for i in range(start, stop, step))
+        return ([np.array(i, np.int64)] for i in range(start, stop, step))
 
 
 class Generator(DatasetNode):
@@ -156,7 +157,8 @@ class Zip(DatasetNode):
                                 f"of `Dataset` objects; got {d!r}")
         structure = _st.pack(datasets, [d._structure for d in self._datasets])
         self._set_spec(structure, [x for d in self._datasets for x in d._dtypes],
-                       [x for d in self._datasets for x in d._shapes])
+                       [x for d in self._datasets for x in d._shapes],
+                       [x for d in self._datasets for x in d._sparse])
 
     def _inputs(self) -> list[DatasetNode]:
         return self._datasets
@@ -170,12 +172,12 @@ class Concatenate(DatasetNode):
     def __init__(self, a: DatasetNode, b: DatasetNode) -> None:
         if not isinstance(b, DatasetNode):
             raise TypeError(f"concatenate takes a Dataset; got {b!r}")
-        if a.output_types() != b.output_types():
+        if a.output_types() != b.output_types() or a.output_classes() != b.output_classes():
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{a.output_types()} and {b.output_types()}")
         self._a, self._b = a, b
         shapes = [s if s == t else _most_specific(s, t) for s, t in zip(a._shapes, b._shapes)]
-        self._set_spec(a._structure, a._dtypes, shapes)
+        self._set_spec(a._structure, a._dtypes, shapes, a._sparse)
 
     def _inputs(self) -> list[DatasetNode]:
         return [self._a, self._b]

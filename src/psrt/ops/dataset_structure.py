@@ -21,25 +21,26 @@ from psrt.framework import dtypes as _dtypes
 from psrt.framework import errors as _errors
 from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
-from psrt.framework.sparse_tensor import SparseTensor
+from psrt.framework.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder
 from psrt.framework.tensor import Tensor, placeholder
 from psrt.framework.tensor_shape import TensorShape, as_shape
 
-__all__ = ["Context", "DatasetNode", "Flat", "TracedFunction", "as_tensor_value", "flatten", "pack", "element_value",
+__all__ = ["Context", "DatasetNode", "Flat", "sparse_shape", "TracedFunction", "as_tensor_value", "flatten", "pack", "element_value",
            "is_structure", "map_structure", "placeholders_of", "spec_of_value", "to_dtypes",
            "to_shapes"]
 
 
 def is_structure(x: Any) -> bool:
-    """True for the containers of an element: tuple, namedtuple, dict."""
-    return isinstance(x, (tuple, dict))
+    """True for the containers of an element: tuple, namedtuple, dict (a
+    SparseTensorValue is a leaf)."""
+    return isinstance(x, dict) or (isinstance(x, tuple) and not isinstance(x, SparseTensorValue))
 
 
 def flatten(s: Any) -> list[Any]:
     """The leaves of ``s`` in TF's ``nest.flatten`` order (dicts by sorted key)."""
     if isinstance(s, dict):
         return [leaf for k in sorted(s) for leaf in flatten(s[k])]
-    if isinstance(s, tuple):
+    if isinstance(s, tuple) and not isinstance(s, SparseTensorValue):
         return [leaf for v in s for leaf in flatten(v)]
     return [s]
 
@@ -54,7 +55,7 @@ def pack(template: Any, flat: Sequence[Any]) -> Any:
             done = {k: build(t[k]) for k in sorted(t)}
             return type(t)((k, done[k]) for k in t) if type(t) is not dict else \
                 {k: done[k] for k in t}
-        if isinstance(t, tuple):
+        if isinstance(t, tuple) and not isinstance(t, SparseTensorValue):
             vals = [build(v) for v in t]
             return type(t)(*vals) if hasattr(t, "_fields") else tuple(vals)
         return next(it)
@@ -132,10 +133,15 @@ def as_tensor_value(x: Any, dtype: Any = None) -> np.ndarray:
 
 def element_value(x: Any) -> Any:
     """A structure's leaf as the dataset holds it: a Tensor stays (computed per
-    initialization); a SparseTensor is refused; anything else becomes an array."""
-    if isinstance(x, SparseTensor):
-        raise TypeError("psrt's datasets hold dense tensors only; got a SparseTensor (use "
-                        "FixedLenFeature, or psrt.sparse_tensor_to_dense inside the function)")
+    initialization); anything else becomes an array.
+
+    Raises:
+        TypeError: a SparseTensor (psrt's sources take dense tensors; a ``map`` function
+            may return SparseTensors).
+    """
+    if isinstance(x, (SparseTensor, SparseTensorValue)):
+        raise TypeError("psrt's dataset sources take dense tensors only; got a SparseTensor "
+                        "(a map function may return one, e.g. parse_example's VarLenFeature)")
     if _lib.is_graph_value(x):
         return x
     return as_tensor_value(x)
@@ -215,59 +221,98 @@ class TracedFunction:
     (of Tensors, or a Dataset for ``interleave``/``flat_map``)."""
 
     def __init__(self, func: Callable[..., Any], structure: Any, dtypes: list[np.dtype],
-                 shapes: list[TensorShape], what: str, graph_name: str = "fn") -> None:
+                 shapes: list[TensorShape], what: str, sparse: Sequence[bool] | None = None
+                 ) -> None:
         if not callable(func):
             raise TypeError(f"{what}: the function must be callable; got {func!r}")
         name = getattr(func, "__name__", "fn")
         name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
-        self.args = [placeholder(dt, s.as_list() if s.ndims is not None else None,
-                                 name=f"{what}_{name}/arg{i}")
-                     for i, (dt, s) in enumerate(zip(dtypes, shapes))]
+        sparse = list(sparse) if sparse is not None else [False] * len(dtypes)
+        self.args: list[Any] = [
+            (sparse_placeholder if sp else placeholder)(
+                dt, s.as_list() if s.ndims is not None else None, name=f"{what}_{name}/arg{i}")
+            for i, (dt, s, sp) in enumerate(zip(dtypes, shapes, sparse))]
+        # The placeholder names each component feeds (three for a SparseTensor).
+        self._slots = [[c.op.name for c in a._components()] if sp else [a.op.name]
+                       for a, sp in zip(self.args, sparse)]
+        self._own = {id(c) for a, sp in zip(self.args, sparse)
+                     for c in (a._components() if sp else [a])}
         packed = pack(structure, self.args)
         if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
             result = func(*packed)
         else:
             result = func(packed)
         self.result = result
-        self._names = [p.op.name for p in self.args]
         self.plan: Any = None
         if hasattr(result, "_node"):   # a Dataset (interleave, flat_map)
             return
         if isinstance(result, list):
             result = tuple(result)  # TF 1.15 turns a returned list into a tuple
         self.structure = map_structure(_output_tensor, result)
-        self.outputs: list[Tensor] = flatten(self.structure)
-        self.plan = _autodiff.Plan(self.outputs)
-        placeholders_of(self.outputs)   # refuses variables
+        self.outputs: list[Any] = flatten(self.structure)   # Tensors and SparseTensors
+        self.sparse = [isinstance(o, SparseTensor) for o in self.outputs]
+        self._tensors = [c for o in self.outputs
+                         for c in (o._components() if isinstance(o, SparseTensor) else [o])
+                         if isinstance(c, Tensor)]
+        self.plan = _autodiff.Plan(self._tensors)
+        placeholders_of(self._tensors)   # refuses variables
 
     def outer_placeholders(self) -> list[Tensor]:
         """The placeholders outside the element that the function reads (fed at
         initialization)."""
-        own = set(map(id, self.args))
         if self.plan is None:
             found = self.result._node._placeholders()
         else:
-            found = placeholders_of(self.outputs)
-        return [p for p in found if id(p) not in own]
+            found = placeholders_of(self._tensors)
+        return [p for p in found if id(p) not in self._own]
 
-    def feeds(self, ctx: Context, values: Sequence[Any]) -> dict[str, Any]:
-        """The feeds of one call: the context's and the element's."""
-        f = dict(ctx.feeds)
-        f.update(zip(self._names, values))
+    def element_feeds(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The feeds of one element's components (a SparseTensorValue feeds three)."""
+        f: dict[str, Any] = {}
+        for names, v in zip(self._slots, values):
+            if len(names) == 1:
+                f[names[0]] = v
+            else:
+                f.update(zip(names, v))
         return f
 
     def __call__(self, ctx: Context, values: Sequence[Any]) -> list[Any]:
-        """The function's flat outputs on one element (flat component values)."""
+        """The function's flat outputs on one element (flat component values; a
+        SparseTensor output as a SparseTensorValue)."""
         memo: dict[int, Any] = {}
-        _autodiff.evaluate(self.plan, {}, self.feeds(ctx, values), memo)
-        return [memo[id(t)] for t in self.outputs]
+        feeds = dict(ctx.feeds)
+        feeds.update(self.element_feeds(values))
+        _autodiff.evaluate(self.plan, {}, feeds, memo)
+        out = []
+        for o, sp in zip(self.outputs, self.sparse):
+            if sp:
+                out.append(SparseTensorValue(*[memo[id(c)] if isinstance(c, Tensor) else c
+                                               for c in o._components()]))
+            else:
+                out.append(memo[id(o)])
+        return out
 
 
-def _output_tensor(x: Any) -> Tensor:
+def sparse_shape(st: SparseTensor) -> TensorShape:
+    """The static dense shape of a SparseTensor: declared or constant, else of its rank (from
+    its components' static shapes), else unknown."""
+    known = st.get_shape()
+    if known is not None:
+        return TensorShape(list(known))
+    for c, axis in ((st.dense_shape, 0), (st.indices, 1)):
+        shape = c.shape if isinstance(c, Tensor) else TensorShape(np.shape(c))
+        dims = shape.as_list() if shape.ndims is not None else []
+        rank = dims[axis] if len(dims) > axis else None
+        if rank is not None:
+            return TensorShape([None] * int(rank))
+    return TensorShape(None)
+
+
+def _output_tensor(x: Any) -> Any:
     if isinstance(x, SparseTensor):
-        raise TypeError("psrt's datasets hold dense tensors only; the function returned a "
-                        "SparseTensor (use FixedLenFeature, or convert it to a dense tensor "
-                        "inside the function)")
+        return x
+    if isinstance(x, SparseTensorValue):   # TF converts a returned value to a SparseTensor
+        return SparseTensor(*x)
     if isinstance(x, Tensor):
         return x
     if _lib.is_graph_value(x):
@@ -287,15 +332,17 @@ class DatasetNode:
     _structure: Any     # the element's structure (leaves: anything)
     _dtypes: list[np.dtype]
     _shapes: list[TensorShape]
+    _sparse: list[bool]  # per component: a SparseTensor (its value a SparseTensorValue)
 
-    def _set_spec(self, structure: Any, dtypes: list[Any], shapes: list[Any]
-                  ) -> None:
+    def _set_spec(self, structure: Any, dtypes: list[Any], shapes: list[Any],
+                  sparse: Sequence[bool] | None = None) -> None:
         self._structure = structure
         self._dtypes = [np.dtype(d) for d in dtypes]
         self._shapes = [TensorShape(s) for s in shapes]
+        self._sparse = list(sparse) if sparse is not None else [False] * len(self._dtypes)
 
     def _like(self, other: "DatasetNode") -> None:
-        self._set_spec(other._structure, other._dtypes, other._shapes)
+        self._set_spec(other._structure, other._dtypes, other._shapes, other._sparse)
 
     def _make(self, ctx: Context) -> Any:
         """An iterator of flat elements in ``ctx`` (arguments checked now)."""
@@ -332,5 +379,5 @@ class DatasetNode:
         return pack(self._structure, list(self._shapes))
 
     def output_classes(self) -> Any:
-        """The structure of the element's classes (``psrt.Tensor``)."""
-        return pack(self._structure, [Tensor] * len(self._dtypes))
+        """The structure of the element's classes (``psrt.Tensor`` or ``psrt.SparseTensor``)."""
+        return pack(self._structure, [SparseTensor if sp else Tensor for sp in self._sparse])

@@ -25,6 +25,7 @@ from psrt.framework import errors as _errors
 from psrt.framework import tensor as _tensor
 from psrt.framework.constant_op import constant
 from psrt.framework.ops import Operation, control_dependencies, get_default_graph
+from psrt.framework.sparse_tensor import SparseTensor
 from psrt.framework.tensor import Tensor
 from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import dataset_structure as _st
@@ -45,10 +46,11 @@ class Iterator:
     :meth:`from_string_handle`."""
 
     def __init__(self, structure: Any, dtypes: list[np.dtype], shapes: list[TensorShape],
-                 name: str) -> None:
+                 name: str, sparse: list[bool] | None = None) -> None:
         self._structure = structure
         self._dtypes = list(dtypes)
         self._shapes = list(shapes)
+        self._sparse = list(sparse) if sparse is not None else [False] * len(self._dtypes)
         self._name = get_default_graph().unique_name(name)
         self._lock = threading.Lock()
         self._state: Any = None
@@ -65,13 +67,15 @@ class Iterator:
             raise ValueError(f"Cannot capture a placeholder (name:{p.op.name}, "
                              f"type:Placeholder) by value. (a one-shot iterator cannot read "
                              f"placeholders: use make_initializable_iterator())")
-        it = cls(dataset._structure, dataset._dtypes, dataset._shapes, "OneShotIterator")
+        it = cls(dataset._structure, dataset._dtypes, dataset._shapes, "OneShotIterator",
+                 dataset._sparse)
         it._start_on = dataset
         return it
 
     @classmethod
     def _initializable(cls, dataset: Any, shared_name: str | None = None) -> "Iterator":
-        it = cls(dataset._structure, dataset._dtypes, dataset._shapes, "Iterator")
+        it = cls(dataset._structure, dataset._dtypes, dataset._shapes, "Iterator",
+                 dataset._sparse)
         it._initializer = it.make_initializer(dataset, name="MakeIterator")
         return it
 
@@ -87,8 +91,10 @@ class Iterator:
         """
         types = _st.to_dtypes(output_types)
         shapes = _st.to_shapes(output_shapes, types)
+        classes = [False] * len(_st.flatten(types)) if output_classes is None else \
+            [c is SparseTensor for c in _st.flatten(output_classes)]
         return Iterator(types, [d.dtype for d in _st.flatten(types)], _st.flatten(shapes),
-                        "Iterator")
+                        "Iterator", classes)
 
     @staticmethod
     def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
@@ -96,7 +102,7 @@ class Iterator:
         """An iterator reading whichever iterator ``string_handle`` (a scalar string
         tensor, usually a placeholder fed with ``sess.run(it.string_handle())``) names in
         each run, as TF's feedable iterator. Handles name iterators of this process."""
-        it = Iterator.from_structure(output_types, output_shapes)
+        it = Iterator.from_structure(output_types, output_shapes, output_classes=output_classes)
         it._source = string_handle
         return it
 
@@ -114,8 +120,8 @@ class Iterator:
 
     @property
     def output_classes(self) -> Any:
-        """The structure of the element's classes (``psrt.Tensor``)."""
-        return _st.pack(self._structure, [Tensor] * len(self._dtypes))
+        """The structure of the element's classes (``psrt.Tensor`` or ``psrt.SparseTensor``)."""
+        return _st.pack(self._structure, [SparseTensor if sp else Tensor for sp in self._sparse])
 
     # ---- ops -----------------------------------------------------------------------------
 
@@ -145,6 +151,9 @@ class Iterator:
                 repr(_st.map_structure(lambda _: 0, self._structure)):
             raise TypeError(f"Expected output types {self.output_types!r} but got dataset "
                             f"with output types {types!r}.")
+        if dataset._sparse != self._sparse:
+            raise TypeError(f"Expected output classes {self.output_classes!r} but got dataset "
+                            f"with output classes {dataset.output_classes()!r}.")
         for mine, theirs in zip(self._shapes, dataset._shapes):
             if not mine.is_compatible_with(theirs):
                 raise TypeError(f"Expected output shapes compatible with "
@@ -175,11 +184,26 @@ class Iterator:
             FailedPreconditionError: the iterator was not initialized.
         """
         inputs = [self._source] if self._source is not None else []
-        outs = _tensor.py_func(self._next, inputs, list(self._dtypes),
-                               name=name or f"{self._name}/IteratorGetNext")
-        for t, s in zip(outs, self._shapes):
-            t.shape = s
-        return _st.pack(self._structure, outs)
+        dtypes: list[Any] = []
+        for dt, sp in zip(self._dtypes, self._sparse):
+            dtypes += [np.int64, dt, np.int64] if sp else [dt]
+        outs = iter(_tensor.py_func(self._next, inputs, dtypes,
+                                    name=name or f"{self._name}/IteratorGetNext"))
+        leaves: list[Any] = []
+        for s, sp in zip(self._shapes, self._sparse):
+            if not sp:
+                t = next(outs)
+                t.shape = s
+                leaves.append(t)
+                continue
+            ind, val, shp = next(outs), next(outs), next(outs)
+            rank = s.ndims
+            ind.shape, val.shape, shp.shape = [None, rank], [None], [rank]
+            st = SparseTensor(ind, val, shp)
+            st._declared_shape = None if rank is None else tuple(  # type: ignore[attr-defined]
+                s.as_list())
+            leaves.append(st)
+        return _st.pack(self._structure, leaves)
 
     def string_handle(self, name: str | None = None) -> Tensor:
         """A scalar string tensor naming this iterator, to feed the handle of
@@ -201,7 +225,7 @@ class Iterator:
                     None, None, f"string_handle {key!r} names no iterator of this process; "
                     f"feed the value of some iterator's string_handle()")
             if [_dtypes.as_dtype(d) for d in target._dtypes] != \
-                    [_dtypes.as_dtype(d) for d in self._dtypes]:
+                    [_dtypes.as_dtype(d) for d in self._dtypes] or target._sparse != self._sparse:
                 raise _errors.InvalidArgumentError(
                     None, None, f"The iterator {key!r} has output types "
                     f"{target.output_types}, which differ from the expected "
@@ -219,9 +243,17 @@ class Iterator:
                 elem = next(self._state)
             except StopIteration:
                 raise _errors.OutOfRangeError(None, None, "End of sequence") from None
-        # A scalar string is fetched as bytes, as TF's session returns it.
-        return [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype == object
-                else v for v in elem]
+        # A scalar string is fetched as bytes, as TF's session returns it; a SparseTensor's
+        # value gives its three components.
+        out: list[Any] = []
+        for v, sp in zip(elem, self._sparse):
+            if sp:
+                out += [np.asarray(v[0], np.int64), np.asarray(v[1]), np.asarray(v[2], np.int64)]
+            elif isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype == object:
+                out.append(v.item())
+            else:
+                out.append(v)
+        return out
 
     def __repr__(self) -> str:
         return f"<psrt.data.Iterator '{self._name}' types: {self.output_types}>"
