@@ -647,3 +647,15 @@ def test_var_len_features_through_map_before_and_after_batch(sess, tmp_path):
     with pytest.raises(TypeError, match="padded_batch"):
         tf.data.TFRecordDataset(path).map(
             lambda r: tf.io.parse_single_example(r, spec)["ids"]).padded_batch(2, [-1])
+
+
+def test_unbatch_undoes_batch(sess):
+    # unbatch_test.py (experimental): batch(n) then unbatch() gives the elements back.
+    ds = tf.data.Dataset.from_tensor_slices((np.arange(7), np.arange(7.0, dtype=np.float32)))
+    back = ds.batch(3).apply(tf.data.experimental.unbatch())
+    assert [s.as_list() for s in back.output_shapes] == [[], []]
+    got = _all(sess, back)
+    assert [(int(a), float(b)) for a, b in got] == [(i, float(i)) for i in range(7)]
+    assert got[0][1].dtype == np.float32
+    with pytest.raises(ValueError, match="scalar"):
+        tf.data.Dataset.range(3).unbatch()

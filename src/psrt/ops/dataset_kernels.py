@@ -23,7 +23,8 @@ from psrt.ops.dataset_sources import spec as _spec
 from psrt.ops.dataset_structure import DatasetNode, Flat
 
 __all__ = ["AUTOTUNE", "Batch", "Cache", "Filter", "Interleave", "Map", "PaddedBatch",
-           "Prefetch", "Repeat", "Shard", "Shuffle", "Skip", "Take", "interleave_iterators"]
+           "Prefetch", "Repeat", "Shard", "Shuffle", "Skip", "Take", "Unbatch",
+           "interleave_iterators"]
 
 AUTOTUNE = -1
 """``tf.data.experimental.AUTOTUNE``: let the runtime choose (psrt: a buffer of 2, a cycle of
@@ -204,6 +205,35 @@ class PaddedBatch(Batch):
                 arr[(i,) + tuple(slice(0, k) for k in p.shape)] = p
             out.append(arr)
         return out
+
+
+class Unbatch(_Unary):
+    """Each element's slices along its first dimension, as ``unbatch``
+    (tensorflow/core/kernels/data/experimental/unbatch_dataset_op.cc)."""
+
+    def __init__(self, input_dataset: DatasetNode) -> None:
+        super().__init__(input_dataset)
+        if any(self._sparse):
+            raise TypeError("unbatch is not supported for SparseTensor components")
+        for s in self._shapes:
+            if s.ndims == 0:
+                raise ValueError("Cannot unbatch an input with scalar components.")
+        self._shapes = [TensorShape(s.as_list()[1:]) if s.ndims is not None else s
+                        for s in self._shapes]
+
+    def _make(self, ctx: _st.Context) -> Iterator[Flat]:
+        src = self._input._make(ctx)
+
+        def gen() -> Iterator[Flat]:
+            for e in src:
+                sizes = {np.shape(v)[0] for v in e}
+                if len(sizes) != 1:
+                    raise _errors.InvalidArgumentError(
+                        None, None, f"Input element must have the same batch size in each "
+                                    f"component; got shapes {[list(np.shape(v)) for v in e]}")
+                for i in range(sizes.pop()):
+                    yield [v[i, ...] for v in e]
+        return gen()
 
 
 class Shuffle(_Unary):

@@ -22,7 +22,8 @@ from psrt.ops import dataset_sources as _src
 from psrt.ops import iterator_ops as _iter
 from psrt.ops.dataset_structure import DatasetNode
 
-__all__ = ["AUTOTUNE", "Dataset", "map_and_batch", "parallel_interleave", "shuffle_and_repeat"]
+__all__ = ["AUTOTUNE", "Dataset", "map_and_batch", "parallel_interleave", "shuffle_and_repeat",
+           "unbatch"]
 
 AUTOTUNE = _k.AUTOTUNE
 
@@ -185,6 +186,16 @@ class Dataset:
         return Dataset._wrap(_k.PaddedBatch(self._node, batch_size, padded_shapes,
                                             padding_values, drop_remainder))
 
+    def unbatch(self) -> "Dataset":
+        """Each element split into the slices along its first dimension, as
+        ``Dataset.unbatch`` (``tf.data.experimental.unbatch()``).
+
+        Raises:
+            ValueError: a scalar component. InvalidArgumentError (when run): components of
+                different first dimensions.
+        """
+        return Dataset._wrap(_k.Unbatch(self._node))
+
     def shuffle(self, buffer_size: Any, seed: int | None = None,
                 reshuffle_each_iteration: bool | None = None) -> "Dataset":
         """Elements drawn at random from a buffer of ``buffer_size``, as
@@ -286,6 +297,11 @@ def map_and_batch(map_func: Callable[..., Any], batch_size: Any, num_parallel_ba
     """``lambda ds: ds.map(map_func).batch(batch_size, drop_remainder)``, as
     ``tf.data.experimental.map_and_batch``."""
     return lambda ds: ds.map(map_func).batch(batch_size, drop_remainder)
+
+
+def unbatch() -> Callable[[Dataset], Dataset]:
+    """``lambda ds: ds.unbatch()``, as ``tf.data.experimental.unbatch``."""
+    return lambda ds: ds.unbatch()
 
 
 def parallel_interleave(map_func: Callable[..., Any], cycle_length: Any, block_length: Any = 1,
