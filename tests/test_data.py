@@ -543,10 +543,19 @@ def test_mnist_tfdata_example_trains_to_the_end_of_its_data(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     example = os.path.join(os.path.dirname(HERE), "examples", "mnist_tfdata.py")
     data_dir = tmp_path / "records"
-    proc = subprocess.run([sys.executable, "-m", "psrt.launch", "--ps", "2", "--workers", "2",
-                           example, "--data_dir", str(data_dir), "--epochs", "1"],
-                          env=env, capture_output=True, text=True, timeout=180)
-    out = proc.stdout + proc.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "psrt.launch", "--ps", "2", "--workers",
+                             "2", example, "--data_dir", str(data_dir), "--epochs", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = proc.communicate(timeout=180)[0]
+    except subprocess.TimeoutExpired:
+        proc.terminate()   # the launcher stops every task it started
+        out = proc.communicate(timeout=30)[0]
+        raise AssertionError(f"psrt-launch still running after 180 s\n{out}") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, out
     assert sorted(p.name for p in data_dir.iterdir()) == [
         "test.tfrecord", "train-0.tfrecord", "train-1.tfrecord"]
