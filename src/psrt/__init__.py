@@ -21,6 +21,7 @@ _sigterm.install()  # only as PID 1 (a container without an init): SIGTERM ends 
 # The namespaces (each a face of its own), then the names, each from its home.
 # ruff: noqa: E402  (after the logging set-up)
 from psrt import (
+    data,
     dynamic_embedding,
     embedding_ops,
     errors,
@@ -327,6 +328,7 @@ __all__ = [
     "count_nonzero",
     "cumsum",
     "custom_gradient",
+    "data",
     "decode_csv",
     "decode_raw",
     "device",

@@ -19,8 +19,6 @@ MISSING: dict[tuple[str, str], str] = {
                        "with a psrt.train optimizer",
     ("psrt", "layers"): "psrt has no tf.layers; create the weights with psrt.get_variable "
                         "and compute the layer in numpy",
-    ("psrt", "data"): "psrt has no tf.data; feed numpy batches through feed_dict (e.g. "
-                      "psrt.datasets.mnist's next_batch) or a psrt.train.QueueRunner",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
     ("psrt", "while_loop"): "use a Python loop over numpy values",
     ("psrt", "app"): "use argparse (or absl.app) for flags",

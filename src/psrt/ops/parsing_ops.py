@@ -322,9 +322,33 @@ def _parse_batch(serialized: Any, names: Any, spec: _Spec) -> list[np.ndarray]:
                  for i, ex in enumerate(examples)]
         out += _sparse_batch(lists, dt)
     for d in spec.dense:
+        if not d.sequence and d.dtype != object:
+            out.append(_dense_batch(examples, d, label))
+            continue
         out.append(_stack_dense(d, [_dense_values(ex.features.feature, d, label[i], i)
                                     for i, ex in enumerate(examples)]))
     return out
+
+
+def _dense_batch(examples: list[Any], d: _Dense, label: list[str]) -> np.ndarray:
+    """A numeric FixedLenFeature of every example, written row by row into one array (the
+    batch's fast path: no per-example array; one value read as a scalar), with
+    :func:`_dense_values`' checks and errors."""
+    out = np.empty((len(examples), d.size), d.dtype)
+    for i, ex in enumerate(examples):
+        fm = ex.features.feature
+        feat = fm[d.key] if d.key in fm else None
+        if feat is None or not _check_kind(feat, d.kind, d.key, label[i], i):
+            out[i] = _dense_values(fm, d, label[i], i).reshape(-1)  # default, or its error
+            continue
+        vals = _values(feat, d.kind)
+        if len(vals) != d.size:
+            _dense_values(fm, d, label[i], i)  # raises TF's error
+        if d.size == 1:
+            out[i, 0] = vals[0]
+        else:
+            out[i] = vals
+    return out.reshape([len(examples)] + d.shape)
 
 
 def _parse_example_kernel(serialized: Any, *names: Any, spec: _Spec) -> list[np.ndarray]:
