@@ -1,6 +1,7 @@
 """The ``tf.nn`` namespace: re-exports only (the ops live in ``psrt/ops/``)."""
 
 from psrt.framework import missing as _missing
+from psrt.ops.conv_ops import conv1d, conv2d, conv2d_transpose, convolution, depthwise_conv2d
 from psrt.ops.embedding_ops import (
     embedding_lookup,
     embedding_lookup_sparse,
@@ -23,14 +24,23 @@ from psrt.ops.nn_ops import (
     tanh,
     xw_plus_b,
 )
+from psrt.ops.pooling_ops import avg_pool, max_pool, pool
 
 __all__ = [
+    "avg_pool",
     "bias_add",
+    "conv1d",
+    "conv2d",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
     "embedding_lookup",
     "embedding_lookup_sparse",
     "l2_loss",
     "log_softmax",
     "matmul",
+    "max_pool",
+    "pool",
     "reduce_mean",
     "reduce_sum",
     "relu",

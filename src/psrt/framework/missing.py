@@ -1,7 +1,7 @@
 """TF1 names psrt does not implement, and what to use instead.
 
 Each public module's ``__getattr__`` asks :func:`missing` before its plain AttributeError,
-so ``psrt.contrib`` or ``psrt.nn.conv2d`` fail with a message naming the TF1 name and the
+so ``psrt.contrib`` or ``psrt.estimator`` fail with a message naming the TF1 name and the
 way forward instead of "module 'psrt' has no attribute 'contrib'". Adding a name is one
 row in ``MISSING``; tests/test_missing.py checks every row.
 """
@@ -31,11 +31,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
     # tf.nn.*
-    ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
-                           "only; write the convolution in numpy inside a @psrt.function "
-                           "(autograd differentiates it)",
     ("psrt.nn", "dropout"): "multiply by a numpy mask inside a @psrt.function",
-    ("psrt.nn", "max_pool"): "compute it in numpy inside a @psrt.function",
     ("psrt.nn", "nce_loss"): "compute it in numpy inside a @psrt.function over the rows of "
                              "psrt.nn.embedding_lookup (only those rows are pushed)",
     ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside a @psrt.function over "

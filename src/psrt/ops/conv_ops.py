@@ -1,6 +1,6 @@
 """TF1's convolution and pooling ops (tensorflow/python/ops/nn_ops.py, nn_impl.py, r1.15) as
-graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``depthwise_conv2d``, ``max_pool``,
-``avg_pool``, and the 1-D/2-D forms of ``convolution`` and ``pool``.
+graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``depthwise_conv2d``, ``conv1d`` and
+the 1-D/2-D forms of ``convolution`` (pooling: psrt/ops/pooling_ops.py).
 
 Convolutions go through BLAS: the patches of a chunk of images are laid out as the rows of
 one matrix (im2col, psrt/ops/_conv_kernels.pyx) and multiplied by the filter reshaped to
@@ -29,10 +29,11 @@ from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
 from psrt.framework.tensor import Tensor
 from psrt.ops import _conv_kernels as _k
+from psrt.ops.array_ops import expand_dims as _expand_dims
+from psrt.ops.array_ops import squeeze as _squeeze
 from psrt.ops.array_ops import stack
 
-__all__ = ["avg_pool", "conv1d", "conv2d", "conv2d_transpose", "convolution", "depthwise_conv2d",
-           "max_pool", "pool"]
+__all__ = ["conv1d", "conv2d", "conv2d_transpose", "convolution", "depthwise_conv2d"]
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
@@ -511,3 +512,221 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
         known[ci] = fd[2]
     return _lib.apply_op(op, name, [x, f, output_shape], _conv2d_transpose, dt, known,
                          fmt=fmt, strides=st, padding=mode, dtype=dt)
+
+
+# ---- depthwise_conv2d --------------------------------------------------------------------------
+
+
+def _depthwise(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
+               rate: tuple[int, int], padding: str, dtype: np.dtype) -> Any:
+    op = "DepthwiseConv2dNative"
+    cd = _compute(dtype)
+    xn, w = _nhwc(x, fmt, cd), np.ascontiguousarray(f, dtype=cd)
+    _rank4(xn, "input", op)
+    _rank4(w, "filter", op)
+    n, c, m = xn.shape[0], xn.shape[3], w.shape[3]
+    if c != w.shape[2]:
+        raise _errors.InvalidArgumentError(
+            None, None, f"{op}: input depth {c} does not match the filter's in_channels "
+            f"{w.shape[2]} (filter shape {list(w.shape)})")
+    g = _Geometry(op, xn.shape[1:3], w.shape[:2], strides, rate, padding, None)
+    taps = g.kh * g.kw
+    w3 = w.reshape(taps, c, m)
+    rows = g.oh * g.ow
+    y = np.empty((n * rows, c, m), cd)
+    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+        p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
+        r0 = n0 * rows
+        # out[r, c, m] = sum_k patch[r, k, c] * filter[k, c, m]: one GEMM per channel
+        y[r0:r0 + p.shape[0]] = np.matmul(p.transpose(2, 0, 1), w3.transpose(1, 0, 2)
+                                          ).transpose(1, 0, 2)
+    out = _back(y.reshape(n, g.oh, g.ow, c * m), fmt, dtype)
+
+    def grad(dy: Any) -> tuple[Any, Any]:
+        d = _nhwc(dy, fmt, cd).reshape(n * rows, c, m)
+        dx = np.zeros(xn.shape, cd) if 0 in needs else None
+        dw = np.zeros((c, taps, m), cd) if 1 in needs else None
+        for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+            r0, r1 = n0 * rows, (n0 + nb) * rows
+            dc = d[r0:r1].transpose(1, 0, 2)          # [c, r, m]
+            if dw is not None:
+                p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
+                dw += np.matmul(p.transpose(2, 1, 0), dc)       # [c, k, m]
+            if dx is not None:
+                dp = np.matmul(dc, w3.transpose(1, 2, 0))      # [c, r, k]
+                cols = np.ascontiguousarray(dp.transpose(1, 2, 0)).reshape(r1 - r0, taps * c)
+                _k.col2im(cols, dx, n0, *g.args())
+        return (None if dx is None else _back(dx, fmt, dtype),
+                None if dw is None else dw.transpose(1, 0, 2).reshape(w.shape).astype(dtype))
+    return out, grad
+
+
+def depthwise_conv2d(input: Any, filter: Any, strides: Any, padding: str, rate: Any = None,
+                     name: str | None = None, data_format: str | None = None,
+                     dilations: Any = None) -> Tensor:
+    """A depthwise 2-D convolution, as TF1's ``tf.nn.depthwise_conv2d``: each input channel
+    is convolved with its own ``channel_multiplier`` filters,
+    ``output[b, i, j, k * channel_multiplier + q] = sum_{di, dj} input[b, s_h * i + rate_h * di
+    - pad_top, s_w * j + rate_w * dj - pad_left, k] * filter[di, dj, k, q]``.
+
+    Args:
+        input: float ``[batch, height, width, in_channels]`` (NHWC) or NCHW.
+        filter: ``[height, width, in_channels, channel_multiplier]``, the input's dtype.
+        strides: 4 ints (or an int, 1 or 2 ints), 1 in the batch and channel dimensions.
+        padding: ``"SAME"`` or ``"VALID"``.
+        rate: 2 ints (default 1): the dilation of atrous convolution; above 1, the strides
+            must be 1 (``dilations`` is its TF2 name).
+        name: The op name (default ``"depthwise"``).
+        data_format: ``"NHWC"`` (default) or ``"NCHW"``.
+
+    Returns:
+        A Tensor of the input's dtype, ``[batch, out_height, out_width, in_channels *
+        channel_multiplier]`` (NHWC; NCHW likewise), with TF's SAME/VALID sizes for the
+        dilated window. Gradients flow to input and filter.
+
+    Raises:
+        ValueError: a bad ``padding``, ``data_format``, ``strides`` or ``rate``, strides
+            above 1 with a rate above 1, or input and filter depths that differ.
+        TypeError: a non-float input, or a filter of another dtype.
+    """
+    op = "depthwise_conv2d"
+    fmt = _data_format(data_format, op)
+    mode, _ = _padding(padding, op)
+    ci = 3 if fmt == "NHWC" else 1
+    st = _spatial(_sequence(strides, ci, "strides", op), fmt, "strides", op)
+    r = rate if rate is not None else dilations
+    rt = (1, 1) if r is None else tuple(int(v) for v in (
+        [r, r] if isinstance(r, (int, np.integer)) else r))
+    if len(rt) != 2 or min(rt) < 1:
+        raise ValueError(f"{op}: rate must be 2 positive ints; got {r!r}")
+    if max(rt) > 1 and max(st) > 1:
+        raise ValueError(f"{op}: strides > 1 not supported in conjunction with rate > 1; got "
+                         f"strides {list(st)} and rate {list(rt)}")
+    x = _in(input)
+    dt = _work_dtype(x, op)
+    f = _same_dtype(filter, dt)
+    fd = _filter_dims(f, op)
+    xd = _dims(x)
+    if xd is not None and len(xd) == 4 and xd[ci] is not None and fd[2] is not None \
+            and xd[ci] != fd[2]:
+        raise ValueError(f"{op}: input depth {xd[ci]} does not match the filter's "
+                         f"in_channels {fd[2]} (filter shape {fd})")
+    out_c = None if fd[2] is None or fd[3] is None else fd[2] * fd[3]
+    shape = _out_shape(xd, fmt, (fd[0], fd[1]), st, (rt[0], rt[1]), mode, None, out_c, op)
+    return _lib.apply_op("depthwise", name, [x, f], _depthwise, dt, shape, fmt=fmt,
+                         strides=st, rate=(rt[0], rt[1]), padding=mode, dtype=dt)
+
+
+# ---- conv1d and convolution --------------------------------------------------------------------
+
+
+def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
+           use_cudnn_on_gpu: Any = None, data_format: str | None = None,
+           name: str | None = None, input: Any = None, dilations: Any = None) -> Tensor:
+    """A 1-D convolution, as TF1's ``tf.nn.conv1d``: a :func:`conv2d` over a height of 1.
+
+    Args:
+        value: float ``[batch, in_width, in_channels]`` (``"NWC"``, default) or
+            ``[batch, in_channels, in_width]`` (``"NCW"``); ``input`` is its TF2 name.
+        filters: ``[filter_width, in_channels, out_channels]``.
+        stride: an int (or 1 or 3 ints): the step along the width.
+        padding: ``"SAME"`` or ``"VALID"``.
+        data_format: ``"NWC"`` or ``"NCW"``.
+        dilations: an int (or 1 or 3 ints), the spacing of the filter taps.
+        name: The op name (default ``"conv1d"``).
+
+    Returns:
+        ``[batch, out_width, out_channels]`` (NWC) or NCW, the input's dtype.
+
+    Raises:
+        ValueError: a bad ``data_format``, ``padding``, ``stride`` or ``dilations``, and
+            :func:`conv2d`'s errors.
+    """
+    value = input if value is None else value
+    fmt = "NWC" if data_format is None else data_format
+    if fmt not in ("NWC", "NCW"):
+        raise ValueError(f"conv1d: data_format must be one of 'NWC', 'NCW'; got "
+                         f"{data_format!r}")
+
+    def one(v: Any, what: str) -> int:
+        vals = [int(v)] if isinstance(v, (int, np.integer)) else [int(i) for i in v]
+        if len(vals) == 3:
+            if vals[0] != 1 or vals[2 if fmt == "NWC" else 1] != 1:
+                raise ValueError(f"conv1d: {what} {vals} must be 1 in the batch and depth "
+                                 f"dimensions")
+            return vals[1 if fmt == "NWC" else 2]
+        if len(vals) != 1:
+            raise ValueError(f"conv1d: {what} should be of length 1 or 3 but was "
+                             f"{len(vals)}: {v!r}")
+        return vals[0]
+    s, d = one(1 if stride is None else stride, "stride"), one(
+        1 if dilations is None else dilations, "dilations")
+    x = _in(value)
+    dt = _work_dtype(x, "conv1d")
+    f = _same_dtype(filters, dt)
+    if fmt == "NWC":
+        x4 = _expand_dims(x, 1)
+        f4 = _expand_dims(f, 0)
+        y = conv2d(x4, f4, [1, 1, s, 1], padding, data_format="NHWC",
+                   dilations=[1, 1, d, 1], name=name or "conv1d")
+        return _squeeze(y, [1])
+    x4 = _expand_dims(x, 2)
+    y = conv2d(x4, _expand_dims(f, 0), [1, 1, 1, s], padding, data_format="NCHW",
+               dilations=[1, 1, 1, d], name=name or "conv1d")
+    return _squeeze(y, [2])
+
+
+def convolution(input: Any, filter: Any = None, padding: Any = None, strides: Any = None,
+                dilation_rate: Any = None, name: str | None = None,
+                data_format: str | None = None, filters: Any = None,
+                dilations: Any = None) -> Tensor:
+    """An N-D convolution for N = 1 or 2 spatial dimensions, as TF1's ``tf.nn.convolution``:
+    :func:`conv1d` for a rank-3 input, :func:`conv2d` for rank 4 (psrt has no 3-D
+    convolution).
+
+    Args:
+        input: float ``[batch, *spatial, channels]`` (channels-last, default) or
+            ``[batch, channels, *spatial]`` (a ``data_format`` starting with ``"NC"``).
+        filter: ``[*spatial, in_channels, out_channels]`` (``filters`` is its TF2 name).
+        padding: ``"SAME"`` or ``"VALID"``.
+        strides: N ints (default 1).
+        dilation_rate: N ints (default 1); above 1, the strides must be 1
+            (``dilations`` is its TF2 name).
+        data_format: ``"NWC"``/``"NCW"`` (1-D), ``"NHWC"``/``"NCHW"`` (2-D), or None.
+        name: The op name (default ``"convolution"``).
+
+    Returns:
+        The convolution, the input's dtype, in ``data_format``'s layout.
+
+    Raises:
+        ValueError: a rank other than 3 or 4, strides or dilation rates of the wrong
+            length or not positive, strides above 1 with a dilation rate above 1, and
+            :func:`conv2d`'s errors.
+    """
+    filter = filters if filter is None else filter
+    rate = dilation_rate if dilation_rate is not None else dilations
+    x = _in(input)
+    xd = _dims(x)
+    if xd is None or len(xd) not in (3, 4):
+        raise ValueError(f"convolution: psrt supports inputs of rank 3 (1-D) or 4 (2-D) with "
+                         f"a known rank; got shape {xd}")
+    nd = len(xd) - 2
+    st = [1] * nd if strides is None else [int(v) for v in np.reshape(strides, -1)]
+    rt = [1] * nd if rate is None else [int(v) for v in np.reshape(rate, -1)]
+    for what, vals in (("strides", st), ("dilation_rate", rt)):
+        if len(vals) != nd:
+            raise ValueError(f"convolution: {what} must have {nd} entries for a {nd}-D "
+                             f"convolution; got {vals}")
+        if min(vals) < 1:
+            raise ValueError(f"convolution: {what} must be positive; got {vals}")
+    if max(st) > 1 and max(rt) > 1:
+        raise ValueError(f"strides > 1 not supported in conjunction with dilation_rate > 1; "
+                         f"got strides {st} and dilation_rate {rt}")
+    channels_first = data_format is not None and str(data_format).startswith("NC")
+    if nd == 1:
+        return conv1d(x, filter, st[0], padding, data_format="NCW" if channels_first else
+                      ("NWC" if data_format is None else data_format), dilations=rt[0],
+                      name=name or "convolution")
+    return conv2d(x, filter, st, padding, data_format="NCHW" if channels_first else
+                  ("NHWC" if data_format is None else data_format), dilations=rt,
+                  name=name or "convolution")
