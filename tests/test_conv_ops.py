@@ -650,3 +650,40 @@ def test_run_time_shape_errors(sess):
                        match=r"size of out_backprop doesn't match computed: actual = \[3, 3\], "
                              r"computed = \[4, 4\]"):
         sess.run(t, {v: np.ones((1, 3, 3, 2), np.float32)})
+
+
+def test_empty_batch(sess):
+    # conv_ops_test.py testConv2DEmpty: a batch of 0 gives an empty output.
+    x = np.zeros((0, 2, 3, 3), np.float32)
+    y = tf.nn.conv2d(x, _iota([1, 1, 3, 3]), [1, 1, 1, 1], "VALID")
+    assert sess.run(y).shape == (0, 2, 3, 3)
+    assert sess.run(tf.nn.max_pool(x, 2, 1, "SAME")).shape == (0, 2, 3, 3)
+
+
+def test_a_small_cnn_trains_with_minimize(sess):
+    # conv2d -> relu -> max_pool -> depthwise_conv2d -> avg_pool -> dense, variables from
+    # get_variable, GradientDescentOptimizer.minimize: the loss falls as it does in TF.
+    rng = np.random.default_rng(7)
+    x = tf.placeholder(tf.float32, [None, 8, 8, 1])
+    labels = tf.placeholder(tf.int64, [None])
+    init = tf.truncated_normal_initializer(stddev=0.3, seed=1)
+    w1 = tf.get_variable("w1", [3, 3, 1, 4], initializer=init)
+    h = tf.nn.max_pool(tf.nn.relu(tf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME")), [1, 2, 2, 1],
+                       [1, 2, 2, 1], "SAME")
+    wd = tf.get_variable("wd", [3, 3, 4, 1], initializer=init)
+    h = tf.nn.avg_pool(tf.nn.depthwise_conv2d(h, wd, [1, 1, 1, 1], "SAME"), 2, 2, "VALID")
+    w2 = tf.get_variable("w2", [16, 2], initializer=init)
+    logits = tf.matmul(tf.reshape(h, [-1, 16]), w2)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                         logits=logits))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    xs = rng.normal(size=(64, 8, 8, 1)).astype(np.float32)
+    ys = (xs[:, :4].sum(axis=(1, 2, 3)) > 0).astype(np.int64)
+    sess.run(tf.global_variables_initializer())
+    before = sess.run([loss, w1, wd, w2], {x: xs, labels: ys})
+    for _ in range(150):
+        sess.run(train, {x: xs, labels: ys})
+    after = sess.run([loss, w1, wd, w2], {x: xs, labels: ys})
+    assert after[0] < 0.5 * before[0], (before[0], after[0])
+    for b, a in zip(before[1:], after[1:]):  # every layer's weights moved
+        assert np.abs(a - b).max() > 1e-3

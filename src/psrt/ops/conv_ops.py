@@ -109,13 +109,14 @@ def _window(size: int | None, k: int | None, stride: int, dilation: int, padding
         return None, 0
     k_eff = (k - 1) * dilation + 1
     if padding == "VALID":
-        out, before = (size - k_eff + stride) // stride, 0
+        # C's integer division (towards zero), as TF's: a window one row too big gives 0
+        out, before = int((size - k_eff + stride) / stride), 0
     elif padding == "SAME":
         out = (size + stride - 1) // stride
         before = max(0, (out - 1) * stride + k_eff - size) // 2
     else:
         assert pads is not None
-        out, before = (size + pads[0] + pads[1] - k_eff + stride) // stride, pads[0]
+        out, before = int((size + pads[0] + pads[1] - k_eff + stride) / stride), pads[0]
     if out < 0:
         raise ValueError(f"{op}: computed output size would be negative: {out} [input_size: "
                          f"{size}, effective_filter_size: {k_eff}, stride: {stride}]")
