@@ -431,14 +431,27 @@ def test_conv1d_and_convolution_agree_with_conv2d(sess):
     np.testing.assert_allclose(got, ref_conv2d(x2, f2, (1, 1), "VALID", (2, 1)), rtol=1e-10)
 
 
-def test_explicit_padding(sess):
+@pytest.mark.parametrize("fs", [(3, 3, 2, 2), (1, 1, 2, 3)])
+def test_explicit_padding(sess, fs):
     rng = np.random.default_rng(6)
-    x, f = rng.normal(size=(1, 5, 6, 2)), rng.normal(size=(3, 3, 2, 2))
+    x, f = rng.normal(size=(1, 5, 6, 2)), rng.normal(size=fs)
     y = tf.nn.conv2d(x, f, [1, 2, 1, 1], [[0, 0], [1, 2], [0, 3], [0, 0]])
     xp = np.pad(x, [(0, 0), (1, 2), (0, 3), (0, 0)])
     want = ref_conv2d(xp, f, (2, 1), "VALID")
     assert y.shape.as_list() == list(want.shape)
     np.testing.assert_allclose(sess.run(y), want, rtol=1e-10)
+    y1 = tf.nn.conv2d(x, f, 1, [[0, 0], [0, 2], [1, 0], [0, 0]])
+    want1 = ref_conv2d(np.pad(x, [(0, 0), (0, 2), (1, 0), (0, 0)]), f, (1, 1), "VALID")
+    np.testing.assert_allclose(sess.run(y1), want1, rtol=1e-10)
+
+
+@pytest.mark.parametrize("fs,pads", [((1, 1, 2, 3), [[0, 0], [0, 2], [1, 0], [0, 0]]),
+                                     ((2, 2, 2, 1), [[0, 0], [3, 0], [0, 4], [0, 0]])])
+def test_explicit_padding_gradients(sess, fs, pads):
+    # a 1x1 filter with padding after (the output is bigger than the input), and padding
+    # wider than the window (rows that only padding reaches)
+    check_grad(sess, lambda x, f: tf.nn.conv2d(x, f, 1, pads), (2, 4, 5, 2), fs)
+    check_grad(sess, lambda x, f: tf.nn.conv2d(x, f, [1, 2, 2, 1], pads), (1, 5, 4, 2), fs)
 
 
 # ---- gradients: central finite differences in float64, None batch ---------------------------

@@ -197,13 +197,29 @@ class _Geometry:
         ow, self.pl = _window(hw[1], k[1], strides[1], dilations[1], padding, pw, op)
         assert oh is not None and ow is not None
         self.oh, self.ow = oh, ow
+        self.hw = (int(hw[0]), int(hw[1]))
 
     def args(self) -> tuple[int, ...]:
         return (self.kh, self.kw, self.sh, self.sw, self.dh, self.dw, self.pt, self.pl,
                 self.oh, self.ow)
 
     def pointwise(self) -> bool:
-        return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0)
+        """A 1x1 window at stride 1 without padding: the patches are the input itself."""
+        return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
+                and (self.oh, self.ow) == self.hw)
+
+    def flipped(self) -> _Geometry:
+        """For stride 1: the geometry of the input gradient as a convolution of the output
+        gradient with the flipped filter (each input row ``iy`` reads output rows
+        ``iy + pt - ky * dh``), so that it is one im2col GEMM and needs no col2im."""
+        assert self.sh == self.sw == 1
+        g = object.__new__(_Geometry)
+        g.kh, g.kw, g.sh, g.sw, g.dh, g.dw = self.kh, self.kw, 1, 1, self.dh, self.dw
+        g.pt = (self.kh - 1) * self.dh - self.pt
+        g.pl = (self.kw - 1) * self.dw - self.pl
+        g.oh, g.ow = self.hw
+        g.hw = (self.oh, self.ow)
+        return g
 
     def chunks(self, n: int, k: int) -> Iterator[tuple[int, int]]:
         """(first image, image count) chunks of ``n`` images, ``k`` patch columns."""
@@ -259,8 +275,12 @@ def _conv_input_grad(dy: np.ndarray, wm: np.ndarray, g: _Geometry,
     """d(conv)/d(input): ``dy`` times the filter's transpose, scattered back (col2im)."""
     o = dy.shape[3]
     dy2 = dy.reshape(-1, o)
-    if g.pointwise() and (g.oh, g.ow) == tuple(x_shape[1:3]):
+    if g.pointwise():
         return (dy2 @ wm.T).reshape(x_shape)
+    if g.sh == g.sw == 1 and g.pt <= (g.kh - 1) * g.dh and g.pl <= (g.kw - 1) * g.dw:
+        w = wm.reshape(g.kh, g.kw, x_shape[3], o)
+        flipped = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+        return _conv_forward(dy, flipped.reshape(-1, x_shape[3]), g.flipped())
     dx = np.zeros(x_shape, dy.dtype)
     buf = None
     for n0, nb in g.chunks(x_shape[0], wm.shape[0]):
