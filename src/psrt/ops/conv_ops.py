@@ -208,19 +208,6 @@ class _Geometry:
         return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
                 and (self.oh, self.ow) == self.hw)
 
-    def flipped(self) -> _Geometry:
-        """For stride 1: the geometry of the input gradient as a convolution of the output
-        gradient with the flipped filter (each input row ``iy`` reads output rows
-        ``iy + pt - ky * dh``), so that it is one im2col GEMM and needs no col2im."""
-        assert self.sh == self.sw == 1
-        g = object.__new__(_Geometry)
-        g.kh, g.kw, g.sh, g.sw, g.dh, g.dw = self.kh, self.kw, 1, 1, self.dh, self.dw
-        g.pt = (self.kh - 1) * self.dh - self.pt
-        g.pl = (self.kw - 1) * self.dw - self.pl
-        g.oh, g.ow = self.hw
-        g.hw = (self.oh, self.ow)
-        return g
-
     def chunks(self, n: int, k: int) -> Iterator[tuple[int, int]]:
         """(first image, image count) chunks of ``n`` images, ``k`` patch columns."""
         per = max(1, self.oh * self.ow * max(k, 1))
@@ -277,10 +264,6 @@ def _conv_input_grad(dy: np.ndarray, wm: np.ndarray, g: _Geometry,
     dy2 = dy.reshape(-1, o)
     if g.pointwise():
         return (dy2 @ wm.T).reshape(x_shape)
-    if g.sh == g.sw == 1 and g.pt <= (g.kh - 1) * g.dh and g.pl <= (g.kw - 1) * g.dw:
-        w = wm.reshape(g.kh, g.kw, x_shape[3], o)
-        flipped = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
-        return _conv_forward(dy, flipped.reshape(-1, x_shape[3]), g.flipped())
     dx = np.zeros(x_shape, dy.dtype)
     buf = None
     for n0, nb in g.chunks(x_shape[0], wm.shape[0]):
