@@ -700,3 +700,15 @@ def test_a_small_cnn_trains_with_minimize(sess):
     assert after[0] < 0.5 * before[0], (before[0], after[0])
     for b, a in zip(before[1:], after[1:]):  # every layer's weights moved
         assert np.abs(a - b).max() > 1e-3
+
+
+def test_float16_is_computed_in_float32_and_stays_float16(sess):
+    x = _iota([1, 2, 3, 3], np.float16)
+    y = tf.nn.conv2d(x, _iota([2, 2, 3, 3], np.float16), [1, 2, 2, 1], "SAME")
+    p = tf.nn.avg_pool(x, 2, 2, "SAME")
+    assert y.dtype == tf.float16 and p.dtype == tf.float16
+    got_y, got_p = sess.run([y, p])
+    assert got_y.dtype == got_p.dtype == np.float16
+    # conv_ops_test.py testConv2D2x2FilterStride2Same (TF's float16 tolerance, 1e-3)
+    np.testing.assert_allclose(got_y.ravel(), [2271.0, 2367.0, 2463.0, 1230.0, 1305.0,
+                                               1380.0], rtol=1e-3)
