@@ -445,6 +445,30 @@ def test_explicit_padding(sess, fs):
     np.testing.assert_allclose(sess.run(y1), want1, rtol=1e-10)
 
 
+def test_separable_and_atrous_conv2d(sess):
+    # nn_impl.separable_conv2d: depthwise then a 1x1 conv2d (VALID); nn_ops.atrous_conv2d:
+    # conv2d at dilation rate
+    rng = np.random.default_rng(8)
+    x, dw, pw = (rng.normal(size=(2, 7, 6, 3)), rng.normal(size=(3, 3, 3, 2)),
+                 rng.normal(size=(1, 1, 6, 4)))
+    want = ref_conv2d(ref_depthwise(x, dw, (2, 2), "SAME"), pw, (1, 1), "VALID")
+    y = tf.nn.separable_conv2d(x, dw, pw, [1, 2, 2, 1], "SAME")
+    assert y.shape.as_list() == [2, 4, 3, 4]
+    np.testing.assert_allclose(sess.run(y), want, rtol=1e-10)
+    y2 = tf.nn.separable_conv2d(_nchw(x), dw, pw, [1, 1, 2, 2], "SAME", data_format="NCHW")
+    np.testing.assert_allclose(_nhwc(sess.run(y2)), want, rtol=1e-10)
+    check_grad(sess, lambda a, b, c: tf.nn.separable_conv2d(a, b, c, [1, 1, 1, 1], "VALID",
+                                                            rate=[2, 1]),
+               (1, 6, 5, 2), (2, 2, 2, 2), (1, 1, 4, 2))
+    f = rng.normal(size=(3, 3, 3, 2))
+    np.testing.assert_allclose(sess.run(tf.nn.atrous_conv2d(x, f, 2, "SAME")),
+                               ref_conv2d(x, f, (1, 1), "SAME", (2, 2)), rtol=1e-10)
+    with pytest.raises(ValueError, match="pointwise_filter must be \\[1, 1, "):
+        tf.nn.separable_conv2d(x, dw, np.ones((2, 1, 6, 4)), 1, "SAME")
+    with pytest.raises(ValueError, match="rate 0 cannot be less than one"):
+        tf.nn.atrous_conv2d(x, f, 0, "SAME")
+
+
 @pytest.mark.parametrize("fs,pads", [((1, 1, 2, 3), [[0, 0], [0, 2], [1, 0], [0, 0]]),
                                      ((2, 2, 2, 1), [[0, 0], [3, 0], [0, 4], [0, 0]])])
 def test_explicit_padding_gradients(sess, fs, pads):

@@ -1,7 +1,8 @@
 """The ``tf.nn`` namespace: re-exports only (the ops live in ``psrt/ops/``)."""
 
 from psrt.framework import missing as _missing
-from psrt.ops.conv_ops import conv1d, conv2d, conv2d_transpose, convolution, depthwise_conv2d
+from psrt.ops.conv_ops import atrous_conv2d, conv1d, conv2d, conv2d_transpose, convolution
+from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
 from psrt.ops.embedding_ops import (
     embedding_lookup,
     embedding_lookup_sparse,
@@ -27,6 +28,7 @@ from psrt.ops.nn_ops import (
 from psrt.ops.pooling_ops import avg_pool, max_pool, pool
 
 __all__ = [
+    "atrous_conv2d",
     "avg_pool",
     "bias_add",
     "conv1d",
@@ -45,6 +47,7 @@ __all__ = [
     "reduce_sum",
     "relu",
     "safe_embedding_lookup_sparse",
+    "separable_conv2d",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
     "softmax",

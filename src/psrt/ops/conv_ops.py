@@ -1,6 +1,7 @@
 """TF1's convolution and pooling ops (tensorflow/python/ops/nn_ops.py, nn_impl.py, r1.15) as
-graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``depthwise_conv2d``, ``conv1d`` and
-the 1-D/2-D forms of ``convolution`` (pooling: psrt/ops/pooling_ops.py).
+graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``conv1d``, ``atrous_conv2d`` and the
+1-D/2-D forms of ``convolution`` (depthwise and separable: psrt/ops/depthwise_conv_ops.py;
+pooling: psrt/ops/pooling_ops.py).
 
 Convolutions go through BLAS: the patches of a chunk of images are laid out as the rows of
 one matrix (im2col, psrt/ops/_conv_kernels.pyx) and multiplied by the filter reshaped to
@@ -33,7 +34,7 @@ from psrt.ops.array_ops import expand_dims as _expand_dims
 from psrt.ops.array_ops import squeeze as _squeeze
 from psrt.ops.array_ops import stack
 
-__all__ = ["conv1d", "conv2d", "conv2d_transpose", "convolution", "depthwise_conv2d"]
+__all__ = ["atrous_conv2d", "conv1d", "conv2d", "conv2d_transpose", "convolution"]
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
@@ -518,109 +519,6 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
                          fmt=fmt, strides=st, padding=mode, dtype=dt)
 
 
-# ---- depthwise_conv2d --------------------------------------------------------------------------
-
-
-def _depthwise(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
-               rate: tuple[int, int], padding: str, dtype: np.dtype) -> Any:
-    op = "DepthwiseConv2dNative"
-    cd = _compute(dtype)
-    xn, w = _nhwc(x, fmt, cd), np.ascontiguousarray(f, dtype=cd)
-    _rank4(xn, "input", op)
-    _rank4(w, "filter", op)
-    n, c, m = xn.shape[0], xn.shape[3], w.shape[3]
-    if c != w.shape[2]:
-        raise _errors.InvalidArgumentError(
-            None, None, f"{op}: input depth {c} does not match the filter's in_channels "
-            f"{w.shape[2]} (filter shape {list(w.shape)})")
-    g = _Geometry(op, xn.shape[1:3], w.shape[:2], strides, rate, padding, None)
-    taps = g.kh * g.kw
-    w3 = w.reshape(taps, c, m)
-    rows = g.oh * g.ow
-    y = np.empty((n * rows, c, m), cd)
-    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
-        p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
-        r0 = n0 * rows
-        # out[r, c, m] = sum_k patch[r, k, c] * filter[k, c, m]: one GEMM per channel
-        y[r0:r0 + p.shape[0]] = np.matmul(p.transpose(2, 0, 1), w3.transpose(1, 0, 2)
-                                          ).transpose(1, 0, 2)
-    out = _back(y.reshape(n, g.oh, g.ow, c * m), fmt, dtype)
-
-    def grad(dy: Any) -> tuple[Any, Any]:
-        d = _nhwc(dy, fmt, cd).reshape(n * rows, c, m)
-        dx = np.zeros(xn.shape, cd) if 0 in needs else None
-        dw = np.zeros((c, taps, m), cd) if 1 in needs else None
-        for n0, nb in g.chunks(n, taps * c * max(m, 1)):
-            r0, r1 = n0 * rows, (n0 + nb) * rows
-            dc = d[r0:r1].transpose(1, 0, 2)          # [c, r, m]
-            if dw is not None:
-                p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
-                dw += np.matmul(p.transpose(2, 1, 0), dc)       # [c, k, m]
-            if dx is not None:
-                dp = np.matmul(dc, w3.transpose(1, 2, 0))      # [c, r, k]
-                cols = np.ascontiguousarray(dp.transpose(1, 2, 0)).reshape(r1 - r0, taps * c)
-                _k.col2im(cols, dx, n0, *g.args())
-        return (None if dx is None else _back(dx, fmt, dtype),
-                None if dw is None else dw.transpose(1, 0, 2).reshape(w.shape).astype(dtype))
-    return out, grad
-
-
-def depthwise_conv2d(input: Any, filter: Any, strides: Any, padding: str, rate: Any = None,
-                     name: str | None = None, data_format: str | None = None,
-                     dilations: Any = None) -> Tensor:
-    """A depthwise 2-D convolution, as TF1's ``tf.nn.depthwise_conv2d``: each input channel
-    is convolved with its own ``channel_multiplier`` filters,
-    ``output[b, i, j, k * channel_multiplier + q] = sum_{di, dj} input[b, s_h * i + rate_h * di
-    - pad_top, s_w * j + rate_w * dj - pad_left, k] * filter[di, dj, k, q]``.
-
-    Args:
-        input: float ``[batch, height, width, in_channels]`` (NHWC) or NCHW.
-        filter: ``[height, width, in_channels, channel_multiplier]``, the input's dtype.
-        strides: 4 ints (or an int, 1 or 2 ints), 1 in the batch and channel dimensions.
-        padding: ``"SAME"`` or ``"VALID"``.
-        rate: 2 ints (default 1): the dilation of atrous convolution; above 1, the strides
-            must be 1 (``dilations`` is its TF2 name).
-        name: The op name (default ``"depthwise"``).
-        data_format: ``"NHWC"`` (default) or ``"NCHW"``.
-
-    Returns:
-        A Tensor of the input's dtype, ``[batch, out_height, out_width, in_channels *
-        channel_multiplier]`` (NHWC; NCHW likewise), with TF's SAME/VALID sizes for the
-        dilated window. Gradients flow to input and filter.
-
-    Raises:
-        ValueError: a bad ``padding``, ``data_format``, ``strides`` or ``rate``, strides
-            above 1 with a rate above 1, or input and filter depths that differ.
-        TypeError: a non-float input, or a filter of another dtype.
-    """
-    op = "depthwise_conv2d"
-    fmt = _data_format(data_format, op)
-    mode, _ = _padding(padding, op)
-    ci = 3 if fmt == "NHWC" else 1
-    st = _spatial(_sequence(strides, ci, "strides", op), fmt, "strides", op)
-    r = rate if rate is not None else dilations
-    rt = (1, 1) if r is None else tuple(int(v) for v in (
-        [r, r] if isinstance(r, (int, np.integer)) else r))
-    if len(rt) != 2 or min(rt) < 1:
-        raise ValueError(f"{op}: rate must be 2 positive ints; got {r!r}")
-    if max(rt) > 1 and max(st) > 1:
-        raise ValueError(f"{op}: strides > 1 not supported in conjunction with rate > 1; got "
-                         f"strides {list(st)} and rate {list(rt)}")
-    x = _in(input)
-    dt = _work_dtype(x, op)
-    f = _same_dtype(filter, dt)
-    fd = _filter_dims(f, op)
-    xd = _dims(x)
-    if xd is not None and len(xd) == 4 and xd[ci] is not None and fd[2] is not None \
-            and xd[ci] != fd[2]:
-        raise ValueError(f"{op}: input depth {xd[ci]} does not match the filter's "
-                         f"in_channels {fd[2]} (filter shape {fd})")
-    out_c = None if fd[2] is None or fd[3] is None else fd[2] * fd[3]
-    shape = _out_shape(xd, fmt, (fd[0], fd[1]), st, (rt[0], rt[1]), mode, None, out_c, op)
-    return _lib.apply_op("depthwise", name, [x, f], _depthwise, dt, shape, fmt=fmt,
-                         strides=st, rate=(rt[0], rt[1]), padding=mode, dtype=dt)
-
-
 # ---- conv1d and convolution --------------------------------------------------------------------
 
 
@@ -734,3 +632,19 @@ def convolution(input: Any, filter: Any = None, padding: Any = None, strides: An
     return conv2d(x, filter, st, padding, data_format="NCHW" if channels_first else
                   ("NHWC" if data_format is None else data_format), dilations=rt,
                   name=name or "convolution")
+
+
+def atrous_conv2d(value: Any, filters: Any, rate: int, padding: str,
+                  name: str | None = None) -> Tensor:
+    """Atrous (dilated) 2-D convolution, as TF1's ``tf.nn.atrous_conv2d``: :func:`conv2d`
+    of NHWC ``value`` ``[batch, height, width, in_channels]`` with ``filters``
+    ``[height, width, in_channels, out_channels]`` at stride 1 and dilation ``rate`` in
+    both spatial dimensions.
+
+    Raises:
+        ValueError: ``rate`` below 1, a bad ``padding``, and :func:`conv2d`'s errors.
+    """
+    if int(rate) < 1:
+        raise ValueError(f"rate {rate} cannot be less than one")
+    return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, int(rate), int(rate), 1],
+                  name=name or "atrous_conv2d")
