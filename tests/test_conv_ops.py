@@ -209,6 +209,53 @@ def test_conv2d_filter_gradient_matches_tf_backprop_filter_tests(sess, case):
     np.testing.assert_allclose(got.ravel(), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("case", TF_BACKPROP_INPUT)
+def test_conv2d_backprop_input_matches_tf(sess, case, data_format):
+    # conv_ops_test.py _RunAndVerifyBackpropInput: tf.nn.conv2d_backprop_input itself
+    in_sizes, f_sizes, out_sizes, strides, padding, expected = case
+    dy = _iota(out_sizes)
+    if data_format == "NHWC":
+        y = tf.nn.conv2d_backprop_input(in_sizes, _iota(f_sizes), dy, [1, *strides, 1],
+                                        padding)
+        got = sess.run(y)
+    else:
+        sizes = [in_sizes[0], in_sizes[3], in_sizes[1], in_sizes[2]]
+        y = tf.nn.conv2d_backprop_input(tf.constant(sizes), _iota(f_sizes), _nchw(dy),
+                                        [1, 1, *strides], padding, data_format="NCHW")
+        got = _nhwc(sess.run(y))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.ravel(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("case", TF_BACKPROP_FILTER)
+def test_conv2d_backprop_filter_matches_tf(sess, case, data_format):
+    # conv_ops_test.py _RunAndVerifyBackpropFilter: tf.nn.conv2d_backprop_filter itself
+    in_sizes, f_sizes, out_sizes, strides, padding, expected = case
+    x, dy = _iota(in_sizes), _iota(out_sizes)
+    if data_format == "NHWC":
+        y = tf.nn.conv2d_backprop_filter(x, f_sizes, dy, [1, *strides, 1], padding)
+    else:
+        y = tf.nn.conv2d_backprop_filter(_nchw(x), f_sizes, _nchw(dy), [1, 1, *strides],
+                                         padding, data_format="NCHW")
+    assert y.shape.as_list() == f_sizes
+    np.testing.assert_allclose(sess.run(y).ravel(), expected, rtol=1e-6)
+
+
+def test_conv2d_backprop_ops_gradients(sess):
+    # nn_grad.py _Conv2DBackpropInputGrad / _Conv2DBackpropFilterGrad, checked numerically
+    xs, fs, st, dl, pads = (2, 6, 5, 2), (3, 2, 2, 3), [1, 2, 1, 1], [1, 1, 1, 1], "SAME"
+    check_grad(sess, lambda x, dy: tf.nn.conv2d_backprop_filter(x, list(fs), dy, st, pads),
+               xs, (2, 3, 5, 3))
+    check_grad(sess, lambda dy, f: tf.nn.conv2d_backprop_input(
+        tf.stack([tf.shape(dy)[0], 6, 5, 2]), f, dy, st, pads), (2, 3, 5, 3), fs)
+    dl = [1, 2, 2, 1]
+    explicit = [[0, 0], [1, 2], [0, 1], [0, 0]]
+    check_grad(sess, lambda x, dy: tf.nn.conv2d_backprop_filter(
+        x, list(fs), dy, 1, explicit, dilations=dl), xs, (2, 5, 4, 3))
+
+
 # pooling_ops_test.py: input 1, 2, 3, ...; (name, func, input, ksize, strides, padding,
 # expected)
 TF_POOL = [

@@ -1,6 +1,7 @@
 """The ``tf.nn`` namespace: re-exports only (the ops live in ``psrt/ops/``)."""
 
 from psrt.framework import missing as _missing
+from psrt.ops.conv_backprop_ops import conv2d_backprop_filter, conv2d_backprop_input
 from psrt.ops.conv_ops import atrous_conv2d, conv1d, conv2d, conv2d_transpose, convolution
 from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
 from psrt.ops.embedding_ops import (
@@ -33,6 +34,8 @@ __all__ = [
     "bias_add",
     "conv1d",
     "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
     "conv2d_transpose",
     "convolution",
     "depthwise_conv2d",

@@ -322,6 +322,25 @@ def _out_shape(x_dims: list[int | None] | None, fmt: str, k: tuple[Any, Any],
     return [n, oh, ow, channels] if fmt == "NHWC" else [n, channels, oh, ow]
 
 
+def _conv_args(op: str, strides: Any, padding: Any, data_format: Any, dilations: Any
+               ) -> tuple[str, str, tuple[int, int], tuple[int, int], Any]:
+    """conv2d's attributes checked: (data_format, padding mode, strides, dilations,
+    explicit (rows, cols) padding pairs or None)."""
+    fmt = _data_format(data_format, op)
+    mode, explicit = _padding(padding, op, explicit=True)
+    ci = 3 if fmt == "NHWC" else 1
+    st = _spatial(_sequence(strides, ci, "strides", op), fmt, "strides", op)
+    dl = _spatial(_sequence(dilations, ci, "dilations", op), fmt, "dilations", op)
+    pads = None
+    if explicit is not None:
+        b, c = (explicit[0], explicit[3]) if fmt == "NHWC" else (explicit[0], explicit[1])
+        if b != [0, 0] or c != [0, 0]:
+            raise ValueError(f"{op}: explicit padding {explicit} must be [0, 0] in the batch "
+                             f"and depth dimensions (data_format {fmt})")
+        pads = (explicit[1], explicit[2]) if fmt == "NHWC" else (explicit[2], explicit[3])
+    return fmt, mode, st, dl, pads
+
+
 def _filter_dims(f: Any, op: str) -> list[int | None]:
     d = _dims(f)
     if d is None:
@@ -374,18 +393,8 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
         filter = filters
     if filter is None:
         raise ValueError("conv2d: filter must be given")
-    fmt = _data_format(data_format, "conv2d")
-    mode, explicit = _padding(padding, "conv2d", explicit=True)
+    fmt, mode, st, dl, pads = _conv_args("conv2d", strides, padding, data_format, dilations)
     ci = 3 if fmt == "NHWC" else 1
-    st = _spatial(_sequence(strides, ci, "strides", "conv2d"), fmt, "strides", "conv2d")
-    dl = _spatial(_sequence(dilations, ci, "dilations", "conv2d"), fmt, "dilations", "conv2d")
-    pads = None
-    if explicit is not None:
-        b, c = (explicit[0], explicit[3]) if fmt == "NHWC" else (explicit[0], explicit[1])
-        if b != [0, 0] or c != [0, 0]:
-            raise ValueError(f"conv2d: explicit padding {explicit} must be [0, 0] in the batch "
-                             f"and depth dimensions (data_format {fmt})")
-        pads = (explicit[1], explicit[2]) if fmt == "NHWC" else (explicit[2], explicit[3])
     x = _in(input)
     dt = _work_dtype(x, "conv2d")
     f = _same_dtype(filter, dt)
@@ -405,7 +414,8 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
 
 
 def _conv2d_transpose(needs: Any, v: Any, f: Any, output_shape: Any, fmt: str,
-                      strides: tuple[int, int], padding: str, dtype: np.dtype) -> Any:
+                      strides: tuple[int, int], padding: str, dtype: np.dtype,
+                      dilations: tuple[int, int] = (1, 1), pads: Any = None) -> Any:
     op = "Conv2DBackpropInput"
     cd = _compute(dtype)
     dy, w = _nhwc(v, fmt, cd), np.ascontiguousarray(f, dtype=cd)
@@ -422,7 +432,7 @@ def _conv2d_transpose(needs: Any, v: Any, f: Any, output_shape: Any, fmt: str,
             None, None, f"{op}: output_shape {out}, value shape {list(np.shape(v))} and "
             f"filter shape {list(w.shape)} do not agree (filter is [height, width, "
             f"output_channels, input_channels])")
-    g = _Geometry(op, x_shape[1:3], w.shape[:2], strides, (1, 1), padding, None)
+    g = _Geometry(op, x_shape[1:3], w.shape[:2], strides, dilations, padding, pads)
     if (g.oh, g.ow) != dy.shape[1:3]:
         raise _errors.InvalidArgumentError(
             None, None, f"{op}: size of out_backprop doesn't match computed: actual = "
