@@ -773,6 +773,15 @@ def test_a_small_cnn_trains_with_minimize(sess):
         assert np.abs(a - b).max() > 1e-3
 
 
+def test_python_lists_are_float32_as_tf_converts_them(sess):
+    x = [[[[1.0], [2.0]], [[3.0], [4.0]]]]
+    y = tf.nn.max_pool(x, 2, 1, "VALID")
+    assert y.dtype == tf.float32
+    np.testing.assert_array_equal(sess.run(y), np.full((1, 1, 1, 1), 4.0, np.float32))
+    z = tf.nn.conv2d(x, [[[[1.0]]]], 1, "VALID")
+    assert z.dtype == tf.float32 and sess.run(z).dtype == np.float32
+
+
 def test_float16_is_computed_in_float32_and_stays_float16(sess):
     x = _iota([1, 2, 3, 3], np.float16)
     y = tf.nn.conv2d(x, _iota([2, 2, 3, 3], np.float16), [1, 2, 2, 1], "SAME")

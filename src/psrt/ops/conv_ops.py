@@ -149,10 +149,12 @@ def _same_dtype(x: Any, dt: np.dtype) -> Any:
 
 
 def _in(x: Any) -> Any:
+    """A graph input: numpy floats keep their dtype, Python floats (and ints) become
+    float32, as TF converts them."""
     if _lib.is_graph_value(x):
         return x
-    arr = np.asarray(x)
-    return constant(arr if arr.dtype.kind == "f" else arr.astype(np.float32))
+    dt = _lib.python_value_dtype(x)
+    return constant(np.asarray(x, dt if np.dtype(dt).kind == "f" else np.float32))
 
 
 # ---- layouts and the numpy side ----------------------------------------------------------------
