@@ -11,12 +11,16 @@ tensorflow/core/framework/kernel_shape_util.cc (GetWindowedOutputSizeVerboseV2).
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
+import pathlib
 
 import numpy as np
 import pytest
 
 import psrt as tf
+from psrt.ops import _conv_kernels
 
 
 @pytest.fixture
@@ -792,3 +796,17 @@ def test_float16_is_computed_in_float32_and_stays_float16(sess):
     # conv_ops_test.py testConv2D2x2FilterStride2Same (TF's float16 tolerance, 1e-3)
     np.testing.assert_allclose(got_y.ravel(), [2271.0, 2367.0, 2463.0, 1230.0, 1305.0,
                                                1380.0], rtol=1e-3)
+
+
+def test_the_kernel_stub_lists_the_compiled_functions():
+    # src/psrt/ops/_conv_kernels.pyi (what mypy reads) names exactly the compiled module's
+    # public functions, with their parameters in order
+    stub = pathlib.Path(__file__).resolve().parents[1] / "src/psrt/ops/_conv_kernels.pyi"
+    funcs = {n.name: [a.arg for a in n.args.args] for n in ast.parse(stub.read_text()).body
+             if isinstance(n, ast.FunctionDef)}
+    public = {n for n in dir(_conv_kernels) if not n.startswith("_")
+              and callable(getattr(_conv_kernels, n))}
+    assert set(funcs) == public
+    for name, params in funcs.items():
+        sig = inspect.signature(getattr(_conv_kernels, name))
+        assert list(sig.parameters) == params, name
