@@ -1,6 +1,7 @@
 """The package's layers (docs/architecture.md): every ``import psrt...`` in src/psrt, in functions
 too, goes from a layer to itself or to a layer below; there is no import cycle; no module is
-over 800 lines; only runtime/ imports the compiled core; the faces only re-export, with an
+over 800 lines; only runtime/ imports the compiled core (ops/ alone imports the compiled
+convolution loops, which import nothing of psrt); the faces only re-export, with an
 ``__all__`` that type checkers read."""
 
 from __future__ import annotations
@@ -116,6 +117,27 @@ def test_only_the_runtime_layer_imports_the_core():
                 for n in ast.walk(ast.parse(text))):
             users.append(m)
     assert users and all(m.startswith("psrt.runtime.") for m in users), users
+
+
+def test_the_compiled_conv_kernels_import_nothing_of_psrt_and_only_ops_import_them():
+    # ops/_conv_kernels.pyx (Cython) is the one compiled module outside runtime/: the
+    # worker-side loops of the convolution and pooling ops, with no ps in them.
+    pyx = PKG / "ops" / "_conv_kernels.pyx"
+    imports = [line for line in pyx.read_text().splitlines()
+               if line.lstrip().startswith(("import ", "from ", "cimport "))]
+    assert imports and not [line for line in imports if "psrt" in line or "_core" in line]
+    users = []
+    for m, p in MODULES.items():
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                names = [n.module or ""] + [a.name for a in n.names]
+            elif isinstance(n, ast.Import):
+                names = [a.name for a in n.names]
+            else:
+                continue
+            if any("_conv_kernels" in name for name in names):
+                users.append(m)
+    assert users and all(m.startswith("psrt.ops.") for m in users), users
 
 
 @pytest.mark.parametrize("face", FACES)

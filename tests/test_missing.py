@@ -31,8 +31,6 @@ def test_examples_from_the_issue():
         psrt.contrib  # noqa: B018
     with pytest.raises(AttributeError, match="Estimator"):
         psrt.estimator  # noqa: B018
-    with pytest.raises(AttributeError, match="write the convolution in numpy"):
-        psrt.nn.conv2d  # noqa: B018
 
 
 def test_other_names_keep_the_plain_error():

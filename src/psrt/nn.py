@@ -6,6 +6,9 @@ from psrt.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from psrt.ops.conv_backprop_ops import conv2d_backprop_filter, conv2d_backprop_input
+from psrt.ops.conv_ops import atrous_conv2d, conv1d, conv2d, conv2d_transpose, convolution
+from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
 from psrt.ops.embedding_ops import (
     embedding_lookup,
     embedding_lookup_sparse,
@@ -50,11 +53,21 @@ from psrt.ops.nn_ops_extra import (
     softsign,
     top_k,
 )
+from psrt.ops.pooling_ops import avg_pool, max_pool, pool
 
 __all__ = [
+    "atrous_conv2d",
+    "avg_pool",
     "batch_normalization",
     "bias_add",
     "compute_accidental_hits",
+    "conv1d",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
     "dropout",
     "elu",
     "embedding_lookup",
@@ -69,14 +82,17 @@ __all__ = [
     "log_uniform_candidate_sampler",
     "lrn",
     "matmul",
+    "max_pool",
     "moments",
     "nce_loss",
+    "pool",
     "reduce_mean",
     "reduce_sum",
     "relu",
     "relu6",
     "safe_embedding_lookup_sparse",
     "sampled_softmax_loss",
+    "separable_conv2d",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
     "softmax",

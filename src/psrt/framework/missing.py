@@ -1,7 +1,7 @@
 """TF1 names psrt does not implement, and what to use instead.
 
 Each public module's ``__getattr__`` asks :func:`missing` before its plain AttributeError,
-so ``psrt.contrib`` or ``psrt.nn.conv2d`` fail with a message naming the TF1 name and the
+so ``psrt.contrib`` or ``psrt.estimator`` fail with a message naming the TF1 name and the
 way forward instead of "module 'psrt' has no attribute 'contrib'". Adding a name is one
 row in ``MISSING``; tests/test_missing.py checks every row.
 """
@@ -29,10 +29,6 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
     # tf.nn.*
-    ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
-                           "only; write the convolution in numpy inside a @psrt.function "
-                           "(autograd differentiates it)",
-    ("psrt.nn", "max_pool"): "compute it in numpy inside a @psrt.function",
     # tf.train.*
     ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
                                      "psrt.train.FIFOQueue with shuffled numpy batches",
