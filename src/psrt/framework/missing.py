@@ -26,8 +26,6 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "app"): "use argparse (or absl.app) for flags",
     ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
-    ("psrt", "local_variables_initializer"): "psrt has no local variables; drop it, or use "
-                                             "psrt.global_variables_initializer()",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
     # tf.nn.*
