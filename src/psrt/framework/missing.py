@@ -17,8 +17,6 @@ MISSING: dict[tuple[str, str], str] = {
                            "psrt.train.MonitoredTrainingSession and hooks",
     ("psrt", "keras"): "psrt has no Keras; write the model as a numpy function and train it "
                        "with a psrt.train optimizer",
-    ("psrt", "layers"): "psrt has no tf.layers; create the weights with psrt.get_variable "
-                        "and compute the layer in numpy",
     ("psrt", "data"): "psrt has no tf.data; feed numpy batches through feed_dict (e.g. "
                       "psrt.datasets.mnist's next_batch) or a psrt.train.QueueRunner",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
@@ -28,6 +26,17 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
+    # tf.layers.* (pending tf.nn's convolution and pooling ops)
+    ("psrt.layers", "conv2d"): "psrt.layers has dense, dropout, flatten and "
+                               "batch_normalization; write the convolution in numpy inside "
+                               "a @psrt.function",
+    ("psrt.layers", "Conv2D"): "write the convolution in numpy inside a @psrt.function",
+    ("psrt.layers", "max_pooling2d"): "compute the pooling in numpy inside a @psrt.function",
+    ("psrt.layers", "MaxPooling2D"): "compute the pooling in numpy inside a @psrt.function",
+    ("psrt.layers", "average_pooling2d"): "compute the pooling in numpy inside a "
+                                          "@psrt.function",
+    ("psrt.layers", "AveragePooling2D"): "compute the pooling in numpy inside a "
+                                         "@psrt.function",
     # tf.nn.*
     ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
                            "only; write the convolution in numpy inside a @psrt.function "
