@@ -31,6 +31,8 @@ class Layer:
         dtype: The weights' dtype; default the first input's (float32).
         _reuse: True (or ``AUTO_REUSE``) reuses the variables of the scope ``name``: the
             functional forms' ``reuse=`` argument.
+        _scope: The variable scope (a name or VariableScope) used as it is: the functional
+            forms pass their ``name``.
     """
 
     _base_name = "layer"
@@ -47,7 +49,11 @@ class Layer:
         self._given_name = name
         self.dtype = dtype
         self._reuse = _reuse
-        self._scope: Any = _scope
+        # The functional forms pass _scope=name, as TF's: their scope is ``name`` itself
+        # (a second dense(name="fc") without reuse is the "already exists" error), a
+        # class's is ``name`` made unique.
+        self._scope_arg = _scope
+        self._scope: Any = None
         self.built = False
         self._trainable_weights: list[Any] = []
         self._non_trainable_weights: list[Any] = []
@@ -116,6 +122,8 @@ class Layer:
         """The layer's variable scope: made on the first call (TF's ``_set_scope``), then
         re-entered reusing its variables."""
         if self._scope is None:
+            if self._scope_arg is not None:
+                return _vs.variable_scope(self._scope_arg, reuse=self._reuse or None)
             if self._reuse:
                 return _vs.variable_scope(self._given_name or self._base_name,
                                           reuse=self._reuse)

@@ -125,7 +125,7 @@ def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True
                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                   activity_regularizer=activity_regularizer, trainable=trainable, name=name,
-                  _reuse=reuse)
+                  _reuse=reuse, _scope=name)
     return layer(inputs)
 
 

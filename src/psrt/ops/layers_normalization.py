@@ -217,6 +217,6 @@ def batch_normalization(inputs: Any, axis: Any = -1, momentum: float = 0.99,
         beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
         renorm=renorm, fused=fused, trainable=trainable,
         virtual_batch_size=virtual_batch_size, adjustment=adjustment, name=name,
-        _reuse=reuse)
+        _reuse=reuse, _scope=name)
     return layer(inputs, training=training)
 
