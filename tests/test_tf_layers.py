@@ -333,3 +333,81 @@ def test_pending_conv_and_pool_layers_say_so():
     for name in ("conv2d", "max_pooling2d", "average_pooling2d"):
         with pytest.raises(AttributeError, match=f"psrt.layers.{name} \\(tf.layers.{name}"):
             getattr(tf.layers, name)
+
+
+# ---- tf.contrib's names (contrib/layers/python/layers/layers.py, regularizers.py,
+# initializers.py; contrib/nn) ---------------------------------------------------------------------
+
+def test_contrib_fully_connected(sess):
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.contrib.layers.fully_connected(x, 2, weights_initializer=tf.ones_initializer(),
+                                          biases_initializer=tf.constant_initializer(-4.0))
+    z = tf.contrib.layers.fully_connected(x, 2, activation_fn=None, biases_initializer=None,
+                                          scope="lin", variables_collections=["mine"])
+    assert _names(tf.global_variables()) == ["fully_connected/weights",
+                                             "fully_connected/biases", "lin/weights"]
+    assert _names(tf.get_collection(tf.GraphKeys.MODEL_VARIABLES)) == _names(
+        tf.global_variables())
+    assert _names(tf.get_collection("mine")) == ["lin/weights"]
+    again = tf.contrib.layers.fully_connected(x, 2, scope="lin", reuse=True, activation_fn=None,
+                                              biases_initializer=None)
+    assert len(tf.global_variables()) == 3
+    sess.run(tf.global_variables_initializer())
+    xv = np.array([[1., 2., 3.], [0., 1., 0.]], np.float32)
+    np.testing.assert_allclose(sess.run(y, {x: xv}), [[2., 2.], [0., 0.]])   # relu(6 - 4)
+    a, b = sess.run([z, again], {x: xv})
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="num_outputs type should be one of"):
+        tf.contrib.layers.fully_connected(x, 2.0)
+
+
+def test_contrib_l2_regularizer(sess):
+    reg = tf.contrib.layers.l2_regularizer(0.1)
+    with tf.variable_scope("r"):
+        w = tf.get_variable("w", initializer=np.array([1.0, 2.0, 2.0], np.float32),
+                            regularizer=reg)
+    sess.run(tf.global_variables_initializer())
+    assert sess.run(tf.losses.get_regularization_loss()) == pytest.approx(0.1 * 9 / 2)
+    assert tf.contrib.layers.l2_regularizer(0.0)(w) is None
+    with pytest.raises(ValueError, match="scale cannot be an integer: 1"):
+        tf.contrib.layers.l2_regularizer(1)
+    with pytest.raises(ValueError, match="less than 0"):
+        tf.contrib.layers.l2_regularizer(-0.5)
+
+
+def test_contrib_initializers(sess):
+    with tf.variable_scope("init"):
+        xa = tf.get_variable("xa", [400, 200], initializer=tf.contrib.layers.xavier_initializer())
+        he = tf.get_variable("he", [1000, 100],
+                             initializer=tf.contrib.layers.variance_scaling_initializer())
+        hu = tf.get_variable("hu", [500, 50], initializer=tf.contrib.layers.
+                             variance_scaling_initializer(factor=1.0, mode="FAN_OUT",
+                                                          uniform=True))
+    sess.run(tf.global_variables_initializer())
+    a, h, u = sess.run([xa, he, hu])
+    limit = np.sqrt(6.0 / 600)
+    assert np.abs(a).max() <= limit and np.abs(a).max() > 0.95 * limit
+    # contrib's truncated normal: stddev sqrt(1.3 * 2 / fan_in) before truncation at 2.
+    sd = np.sqrt(1.3 * 2.0 / 1000)
+    assert np.abs(h).max() <= 2 * sd * 1.0001
+    assert h.std() == pytest.approx(sd * 0.87962566103423978, rel=0.02)
+    lim = np.sqrt(3.0 / 50)
+    assert np.abs(u).max() <= lim and np.abs(u).max() > 0.95 * lim
+    with pytest.raises(TypeError, match="Unknown mode fan_in"):
+        tf.contrib.layers.variance_scaling_initializer(mode="fan_in")
+
+
+def test_contrib_nn_and_framework(sess):
+    logits = tf.constant([[1.0, 2.0, 0.5]])
+    labels = tf.constant([[0.0, 1.0, 0.0]])
+    flipped = tf.contrib.nn.deprecated_flipped_softmax_cross_entropy_with_logits(logits, labels)
+    ref = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    sp = tf.contrib.nn.deprecated_flipped_sparse_softmax_cross_entropy_with_logits(
+        logits, tf.constant([1]))
+    a, b, c = sess.run([flipped, ref, sp])
+    np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(c, b)
+    assert tf.contrib.framework.get_or_create_global_step is \
+        tf.train.get_or_create_global_step
+    with pytest.raises(AttributeError, match="tf.contrib.learn in TensorFlow 1.x"):
+        tf.contrib.learn  # noqa: B018

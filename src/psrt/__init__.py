@@ -21,6 +21,7 @@ _sigterm.install()  # only as PID 1 (a container without an init): SIGTERM ends 
 # The namespaces (each a face of its own), then the names, each from its home.
 # ruff: noqa: E402  (after the logging set-up)
 from psrt import (
+    contrib,
     dynamic_embedding,
     embedding_ops,
     errors,
@@ -331,6 +332,7 @@ __all__ = [
     "cond",
     "constant",
     "constant_initializer",
+    "contrib",
     "control_dependencies",
     "convert_to_tensor",
     "cos",

@@ -11,8 +11,6 @@ from __future__ import annotations
 # (module, name) -> what to use instead. Module names are psrt's ("psrt", "psrt.train", ...).
 MISSING: dict[tuple[str, str], str] = {
     # tf.*
-    ("psrt", "contrib"): "psrt has no tf.contrib; its distributed pieces are in psrt.train "
-                         "(e.g. GreedyLoadBalancingStrategy, byte_size_load_fn)",
     ("psrt", "estimator"): "psrt has no Estimator API; write the training loop with "
                            "psrt.train.MonitoredTrainingSession and hooks",
     ("psrt", "keras"): "psrt has no Keras; write the model as a numpy function and train it "
@@ -76,6 +74,20 @@ def missing(module: str, name: str) -> AttributeError | None:
     tf_name = "tf" + module[len("psrt"):] + "." + name
     return AttributeError(f"{module}.{name} ({tf_name} in TensorFlow 1.x) is not implemented "
                           f"by psrt: {hint}")
+
+
+_CONTRIB_HINT = ("psrt.contrib has only framework.get_or_create_global_step, "
+                 "layers.fully_connected/l2_regularizer/xavier_initializer/"
+                 "variance_scaling_initializer and nn.deprecated_flipped_*; its distributed "
+                 "pieces are in psrt.train (e.g. GreedyLoadBalancingStrategy, "
+                 "byte_size_load_fn)")
+
+
+def contrib_missing(name: str) -> AttributeError:
+    """The error for any ``psrt.contrib.<name>`` psrt does not have (``tf.contrib.slim``,
+    ``tf.contrib.learn``, ...): TF's name and what psrt.contrib has instead."""
+    return AttributeError(f"psrt.contrib.{name} (tf.contrib.{name} in TensorFlow 1.x) is not "
+                          f"implemented by psrt: {_CONTRIB_HINT}")
 
 
 def module_getattr(module: str):  # type: ignore[no-untyped-def]

@@ -42,6 +42,7 @@ class Dense(Layer):
     """
 
     _base_name = "dense"
+    _weight_names = ("kernel", "bias")   # tf.contrib's fully_connected: weights, biases
 
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
                  kernel_initializer: Any = None, bias_initializer: Any = None,
@@ -70,11 +71,12 @@ class Dense(Layer):
         Raises:
             ValueError: the inputs' last dimension is unknown (TF's message)."""
         n_in = _last_dim(input_shape, "Dense")
-        self.kernel = self.add_weight("kernel", [n_in, self.units],
+        self.kernel = self.add_weight(self._weight_names[0], [n_in, self.units],
                                       initializer=self.kernel_initializer,
                                       regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.bias = self.add_weight("bias", [self.units], initializer=self.bias_initializer,
+            self.bias = self.add_weight(self._weight_names[1], [self.units],
+                                        initializer=self.bias_initializer,
                                         regularizer=self.bias_regularizer)
         self.built = True
 
