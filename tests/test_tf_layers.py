@@ -292,6 +292,21 @@ def test_bn_train_op_after_update_ops(sess):
     np.testing.assert_allclose(sess.run("batch_normalization/moving_mean"), mm)
 
 
+def test_bn_updates_through_a_loss_made_under_control_dependencies(sess):
+    # TF's other idiom: the loss (not the train op) waits for the UPDATE_OPS.
+    x = tf.placeholder(tf.float32, [None, 2])
+    y = tf.layers.batch_normalization(x, training=True, momentum=0.0)
+    loss = tf.reduce_mean(y * y)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        loss = tf.identity(loss)
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    sess.run(tf.global_variables_initializer())
+    xv = np.array([[1., 2.], [3., 5.]], np.float32)
+    sess.run(train_op, {x: xv})
+    np.testing.assert_allclose(sess.run("batch_normalization/moving_mean"), xv.mean(0))
+    np.testing.assert_allclose(sess.run("batch_normalization/moving_variance"), xv.var(0))
+
+
 def test_bn_gradients_against_finite_differences(sess):
     x = tf.placeholder(tf.float64, [None, 3])
     y = tf.layers.batch_normalization(x, training=True,
