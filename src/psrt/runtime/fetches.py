@@ -89,7 +89,9 @@ def control_leaves(leaves: list[Any], feeds: dict[str, Any]) -> list[Any]:
             # A train op waits for what its loss tensor waits for, as TF's (whose train op
             # depends on the loss): `with control_dependencies(update_ops): loss =
             # tf.identity(loss)` runs the updates before the step.
-            own.extend(deps_of(loss))
+            # The loss's plan is cached (plan_for), so a step pays no new plan per run.
+            for node in _autodiff.plan_for([loss], feeds).nodes:
+                own.extend(c for c in node.control_inputs if not isinstance(c, _graph.Node))
         return own
 
     def visit(x: Any, is_leaf: bool) -> None:
