@@ -80,3 +80,26 @@ def test_layers_losses_metrics_model_on_a_ps_task(ps1, worker):  # noqa: F811
     # first layer's (trained) activations, and the moving variance left its initial ones.
     assert np.abs(mm).sum() > 0 and not np.allclose(mv, 1.0)
     assert final < first / 2 and accuracy > 0.85
+
+
+def test_each_worker_keeps_its_own_metric_accumulators(ps1, worker):  # noqa: F811
+    # replica_device_setter's default worker_device is "/job:worker" (no task): a local
+    # variable there is the session's own task's, so two workers do not share counts.
+    s0 = worker(ps1, task_index=0, workers=2)
+    s1 = worker(ps1, task_index=1, workers=2)
+    with tf.device(tf.train.replica_device_setter(cluster=ps1.cluster(2))):
+        values = tf.placeholder(tf.float32, [None])
+        mean, update = tf.metrics.mean(values)
+        w = tf.get_variable("w", [1])
+    assert mean is not None and tf.local_variables()[0].device == "/job:worker"
+    with tf.Session(s0.target) as a, tf.Session(s1.target) as b:
+        a.run(tf.global_variables_initializer())
+        a.run(tf.local_variables_initializer())
+        b.run(tf.local_variables_initializer())
+        a.run(update, {values: [1.0, 3.0]})
+        b.run(update, {values: [10.0]})
+        assert (a.run(mean), b.run(mean)) == (2.0, 10.0)
+        assert a.run(w).shape == b.run(w).shape == (1,)
+    assert {"mean/total", "mean/count"} <= _names_held_by(s0)
+    assert {"mean/total", "mean/count"} <= _names_held_by(s1)
+    assert not {"mean/total", "mean/count"} & ps1.names_on(0)

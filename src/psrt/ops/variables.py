@@ -169,6 +169,7 @@ class Variable(VariableBase, TensorOperators):
         # worker's own server and no other worker shares it.
         local = collections is not None and LOCAL_VARIABLES in collections and \
             GLOBAL_VARIABLES not in collections
+        self._local = local   # a session places it on its own task when its device says no task
         self.device = _device.get_device_for(_device.OpDef(
             name=self._name, type="LocalVariable" if local else "VariableV2",
             shape=self._shape, dtype=self._dtype))
