@@ -206,6 +206,25 @@ def test_mean_squared_error_and_huber(sess):
                                      ref.mean()], rtol=1e-5)
 
 
+# HingeLossTest / CosineDistanceLossTest (losses_impl.py's formulas)
+def test_hinge_and_cosine_distance(sess):
+    logits = np.array([[-0.7], [-1.4], [1.4], [0.6], [0.2]], np.float32)
+    labels = np.array([[0.0], [0.0], [1.0], [1.0], [0.0]], np.float32)
+    ref = np.maximum(0, 1 - (2 * labels - 1) * logits)
+    hinge = losses.hinge_loss(tf.constant(labels), tf.constant(logits))
+    assert hinge.op.name == "hinge_loss/value"
+    pred = np.array([[1, 0, 0], [0, 0, -1], [1, 0, 0]], np.float32)
+    lab = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], np.float32)
+    cos = losses.cosine_distance(tf.constant(lab), tf.constant(pred), axis=1)
+    cos_w = losses.cosine_distance(tf.constant(lab), tf.constant(pred), dim=1,
+                                   weights=tf.constant([[1.0], [0.0], [2.0]]))
+    got = sess.run([hinge, cos, cos_w])
+    np.testing.assert_allclose(got, [ref.mean(), (0 + 2 + 1) / 3.0, (0 * 1 + 1 * 2) / 2.0],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="You must specify 'axis'."):
+        losses.cosine_distance(lab, pred)
+
+
 # The reductions of losses_impl.py's Reduction (ComputeWeightedLossTest's cases)
 def test_reductions(sess):
     raw = np.array([[1., 2., 3.], [4., 5., 6.]], np.float32)
@@ -258,7 +277,7 @@ def _fd_check(sess, loss, x, xv, feed, eps=1e-3):
 
 
 @pytest.mark.parametrize("kind", ["absolute", "mse", "huber", "log", "sigmoid", "softmax",
-                                  "sparse", "mean"])
+                                  "sparse", "mean", "hinge"])
 def test_gradients_against_finite_differences(sess, kind):
     rng = np.random.default_rng(3)
     x = tf.placeholder(tf.float32, [None, 4])
@@ -280,8 +299,13 @@ def test_gradients_against_finite_differences(sess, kind):
              "softmax": lambda: losses.softmax_cross_entropy(
                  np.eye(4, dtype=np.float32)[[0, 2, 3]], x, w[:, 0], label_smoothing=0.1),
              "sparse": lambda: losses.sparse_softmax_cross_entropy([0, 2, 3], x, w),
+             "hinge": lambda: losses.hinge_loss(lab, x, w),
              "mean": lambda: losses.mean_squared_error(
                  lab, x, w, reduction=losses.Reduction.MEAN)}[kind]
     if kind == "absolute":
         xv = lab + np.where(np.abs(xv - lab) < 0.1, 0.5, xv - lab)
+    if kind == "hinge":   # away from the kink 1 - y * x = 0
+        s = 2 * lab - 1
+        m = s * xv
+        xv = np.where(np.abs(1 - m) < 0.1, s * (m + 0.3), xv).astype(np.float32)
     _fd_check(sess, build(), x, xv, {w: wv})

@@ -35,6 +35,17 @@ MISSING: dict[tuple[str, str], str] = {
                                           "@psrt.function",
     ("psrt.layers", "AveragePooling2D"): "compute the pooling in numpy inside a "
                                          "@psrt.function",
+    # tf.metrics.*, tf.losses.* (the streaming metrics and losses psrt lacks)
+    ("psrt.metrics", "precision"): "psrt.metrics has accuracy, mean and auc; count true and "
+                                   "false positives with psrt.metrics.mean of 0/1 tensors",
+    ("psrt.metrics", "recall"): "psrt.metrics has accuracy, mean and auc; use "
+                                "psrt.metrics.mean of the hits among the positives",
+    ("psrt.metrics", "mean_squared_error"): "use psrt.metrics.mean(tf.squared_difference("
+                                            "labels, predictions))",
+    ("psrt.metrics", "mean_absolute_error"): "use psrt.metrics.mean(tf.abs(labels - "
+                                             "predictions))",
+    ("psrt.losses", "mean_pairwise_squared_error"): "psrt.losses has the pointwise losses; "
+                                                    "write it with psrt's math ops",
     # tf.nn.*
     ("psrt.nn", "conv2d"): "psrt.nn has embedding lookups, activations and cross-entropies "
                            "only; write the convolution in numpy inside a @psrt.function "

@@ -395,3 +395,48 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
         losses = _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                               name="xentropy")
         return _weighted(losses, weights, loss_collection, reduction)
+
+
+def hinge_loss(labels: Any, logits: Any, weights: Any = 1.0, scope: str | None = None,
+               loss_collection: str | None = GraphKeys.LOSSES,
+               reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """The weighted hinge loss, as ``tf.losses.hinge_loss``: labels in ``{0, 1}`` become
+    ``{-1, 1}`` and the loss is ``max(0, 1 - labels * logits)`` (float32, logits and
+    labels of compatible shapes).
+
+    Raises:
+        ValueError: labels or logits None, or incompatible shapes."""
+    _check_args(labels, logits, "labels", "logits")
+    with _ops.name_scope(scope or "hinge_loss"):
+        labels, logits = _float_pair(labels, logits)
+        signs = _math.subtract(2.0 * labels, 1.0)
+        losses = _nn.relu(_math.subtract(1.0, _math.multiply(signs, logits)))
+        return _weighted(losses, weights, loss_collection, reduction)
+
+
+def cosine_distance(labels: Any, predictions: Any, axis: int | None = None,
+                    weights: Any = 1.0, scope: str | None = None,
+                    loss_collection: str | None = GraphKeys.LOSSES,
+                    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+                    dim: int | None = None) -> Tensor:
+    """The weighted cosine distance ``1 - sum(labels * predictions, axis)`` of unit-normalized
+    labels and predictions, as ``tf.losses.cosine_distance`` (``dim``: TF's old name of
+    ``axis``; the per-example losses keep the axis as size 1, so ``weights`` are shaped
+    ``[batch, 1]`` or a scalar).
+
+    Raises:
+        ValueError: no ``axis`` (TF's "You must specify 'axis'."), labels or predictions
+            None, or incompatible shapes."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'axis' and 'dim'")
+        axis = dim
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _check_args(labels, predictions)
+    with _ops.name_scope(scope or "cosine_distance_loss"):
+        labels, predictions = _float_pair(labels, predictions)
+        radial = _math.multiply(predictions, labels)
+        losses = 1.0 - _math.reduce_sum(radial, axis=[axis], keepdims=True)
+        return _weighted(losses, weights, loss_collection, reduction)
+
