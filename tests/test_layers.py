@@ -22,7 +22,9 @@ LAYERS = ["platform", "framework", "distribute", "ops", "runtime", "checkpoint",
 LEAVES = {"psrt.launch", "psrt.datasets"}
 FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.init_ops",
          "psrt.feature_column", "psrt.dynamic_embedding", "psrt.embedding_ops", "psrt.image",
-         "psrt.io", "psrt.python_io", "psrt.math", "psrt.data", "psrt.data.experimental"]
+         "psrt.io", "psrt.python_io", "psrt.math", "psrt.data", "psrt.data.experimental",
+         "psrt.losses", "psrt.layers", "psrt.metrics", "psrt.contrib", "psrt.contrib.framework",
+         "psrt.contrib.layers", "psrt.contrib.nn"]
 MAX_LINES = 800
 
 

@@ -27,8 +27,11 @@ def test_every_missing_name_says_what_to_use(module, name):
 
 
 def test_examples_from_the_issue():
-    with pytest.raises(AttributeError, match=r"psrt.contrib \(tf.contrib in TensorFlow 1.x\)"):
-        psrt.contrib  # noqa: B018
+    with pytest.raises(AttributeError,
+                       match=r"psrt.contrib.slim \(tf.contrib.slim in TensorFlow 1.x\) is "
+                             r"not implemented by psrt: psrt.contrib has only"):
+        psrt.contrib.slim  # noqa: B018
+    assert not hasattr(psrt.contrib, "learn")
     with pytest.raises(AttributeError, match="Estimator"):
         psrt.estimator  # noqa: B018
 

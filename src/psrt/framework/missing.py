@@ -11,23 +11,39 @@ from __future__ import annotations
 # (module, name) -> what to use instead. Module names are psrt's ("psrt", "psrt.train", ...).
 MISSING: dict[tuple[str, str], str] = {
     # tf.*
-    ("psrt", "contrib"): "psrt has no tf.contrib; its distributed pieces are in psrt.train "
-                         "(e.g. GreedyLoadBalancingStrategy, byte_size_load_fn)",
     ("psrt", "estimator"): "psrt has no Estimator API; write the training loop with "
                            "psrt.train.MonitoredTrainingSession and hooks",
     ("psrt", "keras"): "psrt has no Keras; write the model as a numpy function and train it "
                        "with a psrt.train optimizer",
-    ("psrt", "layers"): "psrt has no tf.layers; create the weights with psrt.get_variable "
-                        "and compute the layer in numpy",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
     ("psrt", "while_loop"): "use a Python loop over numpy values",
     ("psrt", "app"): "use argparse (or absl.app) for flags",
     ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
-    ("psrt", "local_variables_initializer"): "psrt has no local variables; drop it, or use "
-                                             "psrt.global_variables_initializer()",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
+    # tf.layers.* (pending tf.nn's convolution and pooling ops)
+    ("psrt.layers", "conv2d"): "psrt.layers has dense, dropout, flatten and "
+                               "batch_normalization; write the convolution in numpy inside "
+                               "a @psrt.function",
+    ("psrt.layers", "Conv2D"): "write the convolution in numpy inside a @psrt.function",
+    ("psrt.layers", "max_pooling2d"): "compute the pooling in numpy inside a @psrt.function",
+    ("psrt.layers", "MaxPooling2D"): "compute the pooling in numpy inside a @psrt.function",
+    ("psrt.layers", "average_pooling2d"): "compute the pooling in numpy inside a "
+                                          "@psrt.function",
+    ("psrt.layers", "AveragePooling2D"): "compute the pooling in numpy inside a "
+                                         "@psrt.function",
+    # tf.metrics.*, tf.losses.* (the streaming metrics and losses psrt lacks)
+    ("psrt.metrics", "precision"): "psrt.metrics has accuracy, mean and auc; count true and "
+                                   "false positives with psrt.metrics.mean of 0/1 tensors",
+    ("psrt.metrics", "recall"): "psrt.metrics has accuracy, mean and auc; use "
+                                "psrt.metrics.mean of the hits among the positives",
+    ("psrt.metrics", "mean_squared_error"): "use psrt.metrics.mean(tf.squared_difference("
+                                            "labels, predictions))",
+    ("psrt.metrics", "mean_absolute_error"): "use psrt.metrics.mean(tf.abs(labels - "
+                                             "predictions))",
+    ("psrt.losses", "mean_pairwise_squared_error"): "psrt.losses has the pointwise losses; "
+                                                    "write it with psrt's math ops",
     # tf.nn.*
     # tf.train.*
     ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
@@ -58,6 +74,20 @@ def missing(module: str, name: str) -> AttributeError | None:
     tf_name = "tf" + module[len("psrt"):] + "." + name
     return AttributeError(f"{module}.{name} ({tf_name} in TensorFlow 1.x) is not implemented "
                           f"by psrt: {hint}")
+
+
+_CONTRIB_HINT = ("psrt.contrib has only framework.get_or_create_global_step, "
+                 "layers.fully_connected/l2_regularizer/xavier_initializer/"
+                 "variance_scaling_initializer and nn.deprecated_flipped_*; its distributed "
+                 "pieces are in psrt.train (e.g. GreedyLoadBalancingStrategy, "
+                 "byte_size_load_fn)")
+
+
+def contrib_missing(name: str) -> AttributeError:
+    """The error for any ``psrt.contrib.<name>`` psrt does not have (``tf.contrib.slim``,
+    ``tf.contrib.learn``, ...): TF's name and what psrt.contrib has instead."""
+    return AttributeError(f"psrt.contrib.{name} (tf.contrib.{name} in TensorFlow 1.x) is not "
+                          f"implemented by psrt: {_CONTRIB_HINT}")
 
 
 def module_getattr(module: str):  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from psrt.framework import dtypes as _dtypes
-from psrt.framework.ops import Graph, get_default_graph
+from psrt.framework.ops import Graph, GraphKeys, get_default_graph
 from psrt.ops.init_ops import (
     Constant,
     Initializer,
@@ -49,6 +49,9 @@ def get_variable(name: str, shape: Sequence[int] | None = None, dtype: Any = Non
         partitioner: e.g. ``fixed_size_partitioner(n)`` (default: the scope's); gives a
             :class:`PartitionedVariable` whose parts ``name/part_K`` are placed one by one
             (round robin over the ps).
+        regularizer: A function of the new variable returning a loss tensor (or None),
+            e.g. ``psrt.contrib.layers.l2_regularizer(0.1)``; default: the scope's. The loss
+            joins ``GraphKeys.REGULARIZATION_LOSSES``, as TF.
         reuse: Overrides the scope's ``reuse`` (psrt's argument; TF's is the scope's).
 
     Raises:
@@ -138,6 +141,15 @@ def get_variable(name: str, shape: Sequence[int] | None = None, dtype: Any = Non
                                        dtype=dt, collections=collections))
             var = PartitionedVariable(full, shape, dt, pieces, offsets)
     _get_variable_store(graph)[full] = var
+    if regularizer is None:
+        regularizer = scope.regularizer
+    if regularizer is not None:
+        # As TF's _VariableStore: the loss of a new variable, in <name>/Regularizer/, joins
+        # REGULARIZATION_LOSSES (tf.losses.get_regularization_loss sums them).
+        with graph.name_scope(None), graph.name_scope(f"{full}/Regularizer/"):
+            loss = regularizer(var)
+        if loss is not None:
+            graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var
 
 
@@ -210,7 +222,8 @@ class VariableScope:
         self._dtype = dtype
 
     def set_regularizer(self, regularizer: Any) -> None:
-        """Accepted: psrt does not add regularization losses."""
+        """Sets the default regularizer of the scope's new variables (their losses join
+        ``REGULARIZATION_LOSSES``)."""
         self._regularizer = regularizer
 
     def get_variable(self, var_store: Any, name: str, *args: Any, **kwargs: Any) -> Any:

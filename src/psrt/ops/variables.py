@@ -19,6 +19,7 @@ from psrt.framework import device as _device
 from psrt.framework import dtypes as _dtypes
 from psrt.framework.ops import (
     GLOBAL_VARIABLES,
+    LOCAL_VARIABLES,
     GraphKeys,
     TRAINABLE_VARIABLES,
     Graph,
@@ -163,8 +164,15 @@ class Variable(VariableBase, TensorOperators):
         # this variable or steps it as its global step; sent when the session registers it.
         self._sync: tuple[int, int] | None = None
         self._partition: tuple[Any, int] | None = None
+        # A local variable (a metric's accumulator: in LOCAL_VARIABLES, not global) is no
+        # ps op: a replica_device_setter gives it the worker's device, so it lives on the
+        # worker's own server and no other worker shares it.
+        local = collections is not None and LOCAL_VARIABLES in collections and \
+            GLOBAL_VARIABLES not in collections
+        self._local = local   # a session places it on its own task when its device says no task
         self.device = _device.get_device_for(_device.OpDef(
-            name=self._name, type="VariableV2", shape=self._shape, dtype=self._dtype))
+            name=self._name, type="LocalVariable" if local else "VariableV2",
+            shape=self._shape, dtype=self._dtype))
         self._graph = graph
         graph._register(self)
         for c in (collections if collections is not None else [GLOBAL_VARIABLES]):
@@ -228,13 +236,28 @@ class Variable(VariableBase, TensorOperators):
         """An op that initializes this variable (as ``tf.Variable.initializer``)."""
         return variables_initializer([self])
 
-    def assign(self, value: Any) -> "Operation":
-        """An op assigning ``value`` (array of this shape) when run."""
-        return Operation("assign", variables=[self], value=value)
+    def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
+               read_value: bool = True) -> "Operation":
+        """An op assigning ``value`` when run, as ``tf.Variable.assign``: an array (or
+        scalar) broadcast to the variable's shape, or a Tensor computed in the run that
+        runs the op (on the variables' values at that moment). psrt's op has no value of
+        its own (``Session.run`` gives None): to read the new value, fetch a tensor of the
+        variable created under ``control_dependencies([op])``."""
+        return Operation("assign", variables=[self], value=value, name=name)
 
-    def assign_add(self, delta: Any) -> "Operation":
-        """An op adding ``delta`` (array of this shape) when run."""
-        return Operation("assign_add", variables=[self], value=delta)
+    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> "Operation":
+        """An op adding ``delta`` (an array or a Tensor, as :meth:`assign`) when run, as
+        ``tf.Variable.assign_add``; the ps task adds it atomically, so concurrent workers'
+        additions all count."""
+        return Operation("assign_add", variables=[self], value=delta, name=name)
+
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> "Operation":
+        """An op subtracting ``delta`` (an array or a Tensor) when run, as
+        ``tf.Variable.assign_sub``: the ps task adds ``-delta`` atomically."""
+        neg = -delta if isinstance(delta, Tensor) else np.negative(delta)
+        return Operation("assign_add", variables=[self], value=neg, name=name)
 
     def eval(self, session: Any = None) -> Any:
         """The value from ``session.run(self)``, as ``tf.Variable.eval``.
@@ -307,6 +330,15 @@ def trainable_variables(scope: str | None = None) -> list[Variable]:
     return _graph_vars(TRAINABLE_VARIABLES, scope)
 
 
+def local_variables(scope: str | None = None) -> list[Variable]:
+    """Variables in ``LOCAL_VARIABLES`` (creation order), as ``tf.local_variables``: the
+    metrics' accumulators and variables created with ``collections=[LOCAL_VARIABLES]``.
+    Each is held by this worker (its device is the worker's, not a ps task's), is not
+    saved by a default ``Saver``, and is initialized by :func:`local_variables_initializer`
+    (a ``MonitoredTrainingSession``'s and ``Supervisor``'s ``local_init_op``)."""
+    return _graph_vars(LOCAL_VARIABLES, scope)
+
+
 def moving_average_variables(scope: str | None = None) -> list[Variable]:
     """The variables ``ExponentialMovingAverage.apply`` averages (``MOVING_AVERAGE_VARIABLES``:
     the averaged variables, not their shadows; tensors' averages are not in it), as
@@ -330,6 +362,12 @@ def global_variables_initializer() -> Operation:
 
 
 initialize_all_variables = global_variables_initializer
+
+
+def local_variables_initializer() -> Operation:
+    """An op initializing every local variable (:func:`local_variables`), as
+    ``tf.local_variables_initializer``; with none, an op that does nothing."""
+    return variables_initializer(local_variables(), name="init_1")
 
 
 def report_uninitialized_variables(var_list: Iterable[Variable] | None = None,
@@ -386,3 +424,37 @@ def _tensor_initial_value(t: Tensor, name: str) -> Callable[[], Any]:
         _autodiff.evaluate(plan, {}, {}, memo)
         return np.array(memo[id(t)])
     return compute
+
+
+def _state_target(ref: Any, what: str) -> Variable:
+    if not isinstance(ref, Variable):
+        raise TypeError(f"{what} needs a psrt.Variable as ref; got {type(ref).__name__} "
+                        f"{ref!r}")
+    return ref
+
+
+def assign(ref: Variable, value: Any, validate_shape: Any = None, use_locking: Any = None,
+           name: str | None = None) -> Operation:
+    """``ref.assign(value)``, as ``tf.assign`` (tensorflow/python/ops/state_ops.py).
+
+    Raises:
+        TypeError: ``ref`` is not a Variable."""
+    return _state_target(ref, "tf.assign").assign(value, name=name)
+
+
+def assign_add(ref: Variable, value: Any, use_locking: Any = None,
+               name: str | None = None) -> Operation:
+    """``ref.assign_add(value)``, as ``tf.assign_add`` (state_ops.py).
+
+    Raises:
+        TypeError: ``ref`` is not a Variable."""
+    return _state_target(ref, "tf.assign_add").assign_add(value, name=name)
+
+
+def assign_sub(ref: Variable, value: Any, use_locking: Any = None,
+               name: str | None = None) -> Operation:
+    """``ref.assign_sub(value)``, as ``tf.assign_sub`` (state_ops.py).
+
+    Raises:
+        TypeError: ``ref`` is not a Variable."""
+    return _state_target(ref, "tf.assign_sub").assign_sub(value, name=name)

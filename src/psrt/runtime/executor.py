@@ -240,7 +240,9 @@ class Executor:
         if op.type in ("assign", "assign_add"):
             (v,) = op.variables
             wire = _wire_dtype_of(v)
-            value = np.array(np.broadcast_to(np.asarray(op.value, wire), v.shape), order="C")
+            raw = self._tensor_value(op.value, feeds, rs) if isinstance(op.value, Tensor) \
+                else op.value
+            value = np.array(np.broadcast_to(np.asarray(raw, wire), v.shape), order="C")
             h = self._host._handle(v)
             if op.type == "assign":
                 self._host._client.assign([h], [value], 0)
@@ -259,6 +261,21 @@ class Executor:
         if op.type == "noop":
             return None
         raise TypeError(f"psrt cannot run op {op!r}")
+
+    def _tensor_value(self, t: Tensor, feeds: dict[str, Any], rs: _RunState | None) -> Any:
+        """The value of ``t`` (an assignment's value: a metric's sum, a moving average's
+        step) computed now, on the variables' values pulled now (after the ops this run
+        ran before it), sharing the run's computed tensors."""
+        plan = _autodiff.plan_for([t], feeds)
+        memo = rs.memo if rs is not None else {}
+        var_values: dict[int, Any] = {}
+        if plan.variables:
+            var_values = {id(v): x for v, x in zip(plan.variables,
+                                                   self._pull_new(plan.variables))}
+        if plan.lookups:
+            _row_lookups.prepare_rows(self, [plan], var_values, feeds, memo)
+        _autodiff.evaluate(plan, var_values, feeds, memo)
+        return memo[id(t)]
 
     def _initialized(self, var_list: Sequence[Variable]) -> list[bool]:
         if not var_list:

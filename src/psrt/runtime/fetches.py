@@ -83,7 +83,16 @@ def control_leaves(leaves: list[Any], feeds: dict[str, Any]) -> list[Any]:
             return found
         if isinstance(x, _graph.Node):
             return [t for t in x.outputs[:1]] + list(x.control_inputs)
-        return list(getattr(x, "control_inputs", ()))
+        own = list(getattr(x, "control_inputs", ()))
+        loss = getattr(x, "loss", None)
+        if isinstance(loss, Tensor):
+            # A train op waits for what its loss tensor waits for, as TF's (whose train op
+            # depends on the loss): `with control_dependencies(update_ops): loss =
+            # tf.identity(loss)` runs the updates before the step.
+            # The loss's plan is cached (plan_for), so a step pays no new plan per run.
+            for node in _autodiff.plan_for([loss], feeds).nodes:
+                own.extend(c for c in node.control_inputs if not isinstance(c, _graph.Node))
+        return own
 
     def visit(x: Any, is_leaf: bool) -> None:
         if id(x) in done:

@@ -119,6 +119,11 @@ class Session:
     def _shard_for(self, var: Variable) -> int:
         spec = DeviceSpec.from_string(var.device or "")
         job, task = spec.job, spec.task if spec.task is not None else 0
+        if getattr(var, "_local", False) and self._self_task is not None and (
+                job is None or (job == self._self_task[0] and spec.task is None)):
+            # A local variable (a metric's accumulator) on "/job:worker" (a device setter's
+            # default worker_device) is this task's: each worker keeps its own.
+            job, task = self._self_task
         if self._own_server is not None or job is None:
             key: tuple[str | None, int] = (None, 0)
             address = self._default_address

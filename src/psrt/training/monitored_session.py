@@ -94,8 +94,9 @@ class Scaffold:
         ready_for_local_init_op: What ``local_init_op`` needs: an op listing the variables
             not yet initialized (default: every global variable's, as TF).
         local_init_op: Run in every new session (chief and others) once
-            ``ready_for_local_init_op`` reports nothing, as TF (default None: psrt has no
-            local variables or tables; e.g. a SyncReplicasOptimizer's ``chief_init_op``).
+            ``ready_for_local_init_op`` reports nothing, as TF (default:
+            ``local_variables_initializer()`` when the graph has local variables, e.g.
+            ``psrt.metrics``' accumulators, else None).
         summary_op: The summary op a MonitoredTrainingSession's ``SummarySaverHook`` writes;
             default as above.
         saver: A Saver; default: ``Saver(max_to_keep=5)`` over all global variables.
@@ -134,6 +135,9 @@ class Scaffold:
             self._init_op = _variables.global_variables_initializer()
         if self._ready_op is None:
             self._ready_op = _variables.report_uninitialized_variables()
+        if self._local_init_op is None and _variables.local_variables():
+            # TF's default_local_init_op: the local variables (metrics' accumulators).
+            self._local_init_op = _variables.local_variables_initializer()
         if self._ready_for_local_init_op is None and self._local_init_op is not None:
             self._ready_for_local_init_op = _variables.report_uninitialized_variables(
                 _variables.global_variables())

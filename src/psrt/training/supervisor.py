@@ -54,8 +54,8 @@ class Supervisor:
         init_op: Default ``global_variables_initializer()``.
         local_init_op: Run in each new session once ``ready_for_local_init_op`` reports
             nothing, as TF (e.g. a SyncReplicasOptimizer's ``local_step_init_op`` or
-            ``chief_init_op``, which do nothing in psrt). Default None: psrt has no local
-            variables or tables to initialize.
+            ``chief_init_op``, which do nothing in psrt). Default: ``local_variables_initializer()``
+            when the graph has local variables (``psrt.metrics``' accumulators), else None.
         logdir: Checkpoint directory (None: no checkpoints), created by the chief when
             missing. The chief restores its latest checkpoint, or, beyond TF, when that one
             is corrupt, the newest intact one the state file lists (see
@@ -100,7 +100,11 @@ class Supervisor:
                          Supervisor.USE_DEFAULT else init_op)
         self._init_feed_dict = init_feed_dict
         self._init_fn = init_fn
-        self._local_init_op = None if local_init_op is Supervisor.USE_DEFAULT else local_init_op
+        if local_init_op is Supervisor.USE_DEFAULT:
+            # TF's default: initialize the local variables (metrics' accumulators).
+            local_init_op = _variables.local_variables_initializer() if \
+                _variables.local_variables() else None
+        self._local_init_op = local_init_op
         self._ready_for_local_init_op = (
             _variables.report_uninitialized_variables(_variables.global_variables())
             if ready_for_local_init_op is Supervisor.USE_DEFAULT else ready_for_local_init_op)
