@@ -26,8 +26,6 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "app"): "use argparse (or absl.app) for flags",
     ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
-    ("psrt", "local_variables_initializer"): "psrt has no local variables; drop it, or use "
-                                             "psrt.global_variables_initializer()",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
     # tf.nn.*
@@ -41,14 +39,6 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt.nn", "sampled_softmax_loss"): "compute it in numpy inside a @psrt.function over "
                                          "rows of psrt.nn.embedding_lookup",
     # tf.train.*
-    ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
-                                     "psrt.train.FIFOQueue with shuffled numpy batches",
-    ("psrt.train", "batch"): "use a psrt.train.QueueRunner filling a psrt.train.FIFOQueue "
-                             "with numpy batches",
-    ("psrt.train", "string_input_producer"): "read the files in a Python producer given to "
-                                             "psrt.train.QueueRunner",
-    ("psrt.train", "slice_input_producer"): "slice the numpy arrays in a Python producer "
-                                            "given to psrt.train.QueueRunner",
     ("psrt.train", "import_meta_graph"): "psrt has no meta graphs: rebuild the model in "
                                          "Python, then psrt.train.Saver().restore",
     ("psrt.train", "export_meta_graph"): "psrt has no meta graphs; psrt.train.Saver saves "

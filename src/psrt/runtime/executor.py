@@ -22,6 +22,7 @@ Nothing here touches a socket: the C++ client does every transfer with the GIL r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -94,6 +95,12 @@ class Executor:
             leaves = before + leaves
             computed = [(i + extra, leaf, inputs, start + extra)
                         for i, leaf, inputs, start in computed]
+        # A local op (a queue's enqueue or close, a reader's reset: ops/data_flow_ops.py)
+        # runs as a fetch of its tensor; its result is None.
+        local_ops = [i for i, leaf in enumerate(leaves)
+                     if isinstance(leaf, Operation) and leaf.type == "local"]
+        for i in local_ops:
+            leaves[i] = leaves[i].value
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 tensors.append(leaf)
@@ -102,7 +109,9 @@ class Executor:
         if tensors:
             rs.pending = _autodiff.plan_for(list(dict.fromkeys(tensors)), feeds)
             rs.fetched = [id(t) for t in tensors]
-        with self._host._lock:
+        # A run of local ops only (no variable, no ps op: a queue runner's enqueue) takes
+        # no lock, so it proceeds while another thread's step waits in a dequeue.
+        with self._host._lock if _touches_ps(leaves, rs.pending) else contextlib.nullcontext():
             results: list[Any] = [None] * len(leaves)
             reads: list[tuple[int, Any]] = []
             op_results: dict[int, Any] = {}
@@ -142,6 +151,8 @@ class Executor:
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 results[i] = _owned(rs.memo[id(leaf)])
+        for i in local_ops:
+            results[i] = None
         # Innermost first: a computed fetch found later is an input of one found earlier.
         for i, leaf, inputs, start in reversed(computed):
             results[i] = leaf._psrt_compute(
@@ -678,6 +689,18 @@ def _own_all(rs: _RunState) -> None:
         value = memo.get(key)
         if isinstance(value, np.ndarray) and not value.flags.writeable:
             memo[key] = value.copy()
+
+
+def _touches_ps(leaves: list[Any], pending: Any) -> bool:
+    """Whether a run reads or changes anything on the ps tasks: a fetched variable, slot
+    or op other than a no-op, or a tensor reading variables or rows."""
+    for leaf in leaves:
+        if leaf is None or isinstance(leaf, Tensor):
+            continue
+        if isinstance(leaf, Operation) and leaf.type == "noop":
+            continue
+        return True
+    return pending is not None and bool(pending.variables or pending.lookups)
 
 
 def _is_int_scalar(v: Any) -> bool:

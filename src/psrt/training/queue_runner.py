@@ -30,178 +30,18 @@ input queues are local to the worker, which is where TF1 PS scripts place them).
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from psrt.framework import errors
 from psrt.framework import ops as _ops
+from psrt.ops.data_flow_ops import FIFOQueue, QueueBase
 from psrt.training.coordinator import Coordinator
 
 __all__ = ["FIFOQueue", "QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 _logger = logging.getLogger("psrt")
-
-
-class _QueueOp:
-    """An op on a queue: runs when fetched by ``Session.run`` (a computed fetch), when
-    called, or by a QueueRunner; named so that it can be fed."""
-
-    def __init__(self, queue: "FIFOQueue", name: str, run: Callable[[], Any]) -> None:
-        self.queue = queue
-        self.name = _ops.get_default_graph().unique_name(f"{queue.name}_{name}")
-        self._run = run
-
-    def __call__(self) -> Any:
-        return self._run()
-
-    def _psrt_fetch_inputs(self, feeds: dict[str, Any], fetched: Sequence[Any]) -> Any:
-        return []
-
-    def _psrt_compute(self, values: Any, feeds: dict[str, Any]) -> Any:
-        if self.name in feeds:
-            return feeds[self.name]
-        return self._run()
-
-    def __repr__(self) -> str:
-        return f"<psrt queue op '{self.name}'>"
-
-
-class FIFOQueue:
-    """A bounded first-in first-out queue of elements, as ``tf.FIFOQueue``.
-
-    Args:
-        capacity: Most elements held; an enqueue blocks while the queue is full.
-        dtypes, shapes, names, shared_name: Accepted for TF's signature; elements are
-            whatever the producers return (``names`` is kept as ``.names``).
-        name: Name (made unique in the graph), default ``"fifo_queue"``.
-
-    Raises:
-        ValueError: ``capacity`` is not a positive int.
-    """
-
-    def __init__(self, capacity: int, dtypes: Any = None, shapes: Any = None,
-                 names: Any = None, shared_name: str | None = None,
-                 name: str = "fifo_queue") -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity must be a positive int; got {capacity!r}")
-        self._capacity = capacity
-        self._items: collections.deque[Any] = collections.deque()
-        # Guards _items and _closed/_cancelled; notified on every change.
-        self._cond = threading.Condition()
-        self._closed = False
-        self._cancelled = False
-        self.names = names
-        self.name = _ops.get_default_graph().unique_name(name)
-
-    @property
-    def capacity(self) -> int:
-        """The most elements the queue holds."""
-        return self._capacity
-
-    def _put(self, items: list[Any]) -> None:
-        with self._cond:
-            # As TF: an enqueue on a closed queue fails; one already waiting for room
-            # completes unless the close cancels pending enqueues.
-            if self._closed:
-                raise errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
-            for item in items:
-                while len(self._items) >= self._capacity and not self._cancelled:
-                    self._cond.wait()
-                if self._cancelled:
-                    raise errors.CancelledError(
-                        None, None, f"FIFOQueue '{self.name}' is closed; pending enqueue "
-                        f"cancelled.")
-                self._items.append(item)
-                self._cond.notify_all()
-
-    def _get(self, n: int | None) -> Any:
-        want = 1 if n is None else n
-        with self._cond:
-            while len(self._items) < want and not self._closed:
-                self._cond.wait()
-            if len(self._items) < want:
-                raise errors.OutOfRangeError(
-                    None, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
-                    f"elements (requested {want}, current size {len(self._items)})")
-            out = [self._items.popleft() for _ in range(want)]
-            self._cond.notify_all()
-        return out[0] if n is None else _stack(out)
-
-    def enqueue(self, fn: Callable[[], Any] | Any, name: str | None = None) -> _QueueOp:
-        """An op adding one element each time it runs: ``fn()``'s value (or ``fn`` itself
-        when it is not callable). ``fn`` raising OutOfRangeError or StopIteration ends the
-        input: the op raises OutOfRangeError, which stops its QueueRunner thread cleanly.
-
-        Running it raises CancelledError once the queue is closed, as TF."""
-        return _QueueOp(self, name or "enqueue", lambda: self._put([_produce(fn)]))
-
-    def enqueue_many(self, fn: Callable[[], Any] | Any, name: str | None = None) -> _QueueOp:
-        """As :meth:`enqueue`, for a batch: every element along axis 0 of ``fn()``'s value
-        (an array, or a tuple/dict of arrays of the same length) is enqueued."""
-        return _QueueOp(self, name or "enqueue_many", lambda: self._put(_unstack(_produce(fn))))
-
-    def dequeue(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is the next element, waiting for one; once the queue is closed
-        and empty it raises OutOfRangeError, as TF."""
-        return _QueueOp(self, name or "dequeue", lambda: self._get(None))
-
-    def dequeue_many(self, n: int, name: str | None = None) -> _QueueOp:
-        """An op whose value is the next ``n`` elements stacked along a new axis 0."""
-        return _QueueOp(self, name or "dequeue_many", lambda: self._get(int(n)))
-
-    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> _QueueOp:
-        """An op closing the queue, as TF: enqueues fail from then on; dequeues drain
-        what is left, then raise OutOfRangeError. With ``cancel_pending_enqueues``,
-        blocked enqueues fail at once (CancelledError)."""
-        def run() -> None:
-            with self._cond:
-                self._closed = True
-                self._cancelled = self._cancelled or cancel_pending_enqueues
-                self._cond.notify_all()
-        return _QueueOp(self, name or "close", run)
-
-    def size(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is the number of elements held (int)."""
-        def run() -> int:
-            with self._cond:
-                return len(self._items)
-        return _QueueOp(self, name or "size", run)
-
-    def is_closed(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is True once the queue is closed."""
-        return _QueueOp(self, name or "is_closed", lambda: self._closed)
-
-
-def _produce(fn: Any) -> Any:
-    if not callable(fn):
-        return fn
-    try:
-        return fn()
-    except StopIteration as e:
-        raise errors.OutOfRangeError(None, None, "input producer exhausted") from e
-
-
-def _unstack(batch: Any) -> list[Any]:
-    if isinstance(batch, dict):
-        keys = list(batch)
-        cols = [np.asarray(batch[k]) for k in keys]
-        return [dict(zip(keys, row)) for row in zip(*cols)]
-    if isinstance(batch, tuple):
-        return [tuple(row) for row in zip(*(np.asarray(c) for c in batch))]
-    return list(np.asarray(batch))
-
-
-def _stack(items: list[Any]) -> Any:
-    first = items[0]
-    if isinstance(first, dict):
-        return {k: np.stack([np.asarray(it[k]) for it in items]) for k in first}
-    if isinstance(first, tuple):
-        return tuple(np.stack([np.asarray(it[i]) for it in items]) for i in range(len(first)))
-    return np.stack([np.asarray(it) for it in items])
 
 
 class QueueRunner:
@@ -222,7 +62,7 @@ class QueueRunner:
         queue_closed_exception_types: Exceptions that end a thread quietly.
     """
 
-    def __init__(self, queue: FIFOQueue | None = None, enqueue_ops: Sequence[Any] | None = None,
+    def __init__(self, queue: QueueBase | None = None, enqueue_ops: Sequence[Any] | None = None,
                  close_op: Any = None, cancel_op: Any = None,
                  queue_closed_exception_types: Sequence[type] | None = None,
                  queue_runner_def: Any = None, import_scope: Any = None) -> None:
@@ -262,14 +102,14 @@ class QueueRunner:
                 if coord is not None and coord.should_stop():
                     break
                 try:
-                    enqueue_op()
+                    _run_op(sess, enqueue_op)
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[id(sess)] -= 1
                         decremented = True
                         if self._runs_per_session[id(sess)] == 0:
                             try:
-                                self._close_op()
+                                _run_op(sess, self._close_op)
                             except Exception as e:  # noqa: BLE001 - as TF: ignored
                                 _logger.debug("Ignored exception: %s", e)
                     return
@@ -289,7 +129,7 @@ class QueueRunner:
     def _close_on_stop(self, sess: Any, coord: Coordinator) -> None:
         coord.wait_for_stop()
         try:
-            self._cancel_op()
+            _run_op(sess, self._cancel_op)
         except Exception as e:  # noqa: BLE001 - as TF: logged
             _logger.debug("Ignored exception: %s", e)
 
@@ -316,6 +156,16 @@ class QueueRunner:
             if start:
                 t.start()
         return threads
+
+
+def _run_op(sess: Any, op: Any) -> Any:
+    """Runs one op of a queue runner: a graph op with ``sess.run`` (as TF's threads do),
+    an op of a Python-filled queue (a callable) by calling it."""
+    if isinstance(op, _ops.Operation) or not callable(op):
+        if sess is None:
+            raise ValueError(f"QueueRunner needs a session to run graph op {op!r}")
+        return sess.run(op)
+    return op()
 
 
 def add_queue_runner(qr: QueueRunner,
