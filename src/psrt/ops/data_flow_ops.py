@@ -266,8 +266,8 @@ class QueueBase:
     def _require_shapes(self, op: str) -> None:
         if not all(s.is_fully_defined() for s in self._shapes):
             raise errors.InvalidArgumentError(
-                None, None, f"{self._kind}'s {op} requires the components to have specified "
-                f"shapes.")
+                None, None, f"{self._kind}'s DequeueMany and DequeueUpTo require the "
+                f"components to have specified shapes.")
 
     def _batched(self, items: list[tuple[Any, ...]]) -> list[Any]:
         return [np.stack([it[i] for it in items]) if items else
