@@ -1,31 +1,16 @@
-"""Input queues filled by Python threads: ``FIFOQueue``, ``QueueRunner``,
-``add_queue_runner`` and ``start_queue_runners``, as TF1's
-(tensorflow/python/training/queue_runner_impl.py, ops/data_flow_ops.py).
+"""TF1's queue runners (tensorflow/python/training/queue_runner_impl.py): ``QueueRunner``,
+``add_queue_runner``, ``start_queue_runners``.
 
-How TF's graph queues map to psrt:
+A QueueRunner's threads run its enqueue ops with ``sess.run`` until the input ends
+(OutOfRangeError: the last thread closes the queue) or the coordinator stops (a cancel
+thread closes the queue, cancelling pending enqueues); any other error goes to the
+coordinator. The queues are ops/data_flow_ops.py's graph queues; the input producers and
+batching that register runners are training/input.py's. ``MonitoredTrainingSession`` and
+``Supervisor`` start the graph's runners themselves, as TF's.
 
-=====================================================  ==========================================
-TF1                                                    psrt
-=====================================================  ==========================================
-``q = tf.FIFOQueue(capacity, dtypes)``                 ``q = psrt.train.FIFOQueue(capacity)``
-``enqueue_op = q.enqueue(tensors)``                    ``enqueue_op = q.enqueue(fn)``: ``fn()``
-                                                       returns one element (a numpy array, a
-                                                       tuple or dict of them); raising
-                                                       ``OutOfRangeError`` or ``StopIteration``
-                                                       ends the input (``enqueue_many(fn)``: a
-                                                       batch, split along axis 0)
-``qr = tf.train.QueueRunner(q, [enqueue_op] * 4)``     the same
-``tf.train.add_queue_runner(qr)``                      the same (``GraphKeys.QUEUE_RUNNERS``)
-``threads = tf.train.start_queue_runners(sess,         the same; ``MonitoredTrainingSession``
-coord)``                                               starts them itself, as TF's
-``x = q.dequeue()`` / ``dequeue_many(n)``              the same: a fetch ``sess.run(x)`` gives
-                                                       the next element (blocking); it can be
-                                                       fed (``feed_dict={x: value}``), as TF
-``q.close()``, ``q.size()``                            the same (ops you run)
-=====================================================  ==========================================
-
-Elements stay in the process that enqueued them (TF's queues live on a device; psrt's
-input queues are local to the worker, which is where TF1 PS scripts place them).
+psrt's older Python-filled queue (``psrt.train.FIFOQueue(capacity)`` without ``dtypes``) is
+run the same way: its ops are callables (``q.enqueue(fn)``: ``fn()`` returns one element;
+raising ``OutOfRangeError`` or ``StopIteration`` ends the input), called by the threads.
 """
 
 from __future__ import annotations
