@@ -382,7 +382,7 @@ def _count(n: Any) -> int:
             raise TypeError("psrt's dequeue_many/dequeue_up_to take n as an int or a "
                             "constant tensor")
         n = v
-    n = int(np.asarray(n))
+    n = int(np.asarray(n).item())
     if n < 0:
         raise ValueError(f"n must be >= 0; got {n}")
     return n
@@ -482,7 +482,7 @@ class RandomShuffleQueue(QueueBase):
         self._min_after_dequeue = int(min_after_dequeue)
         self._items = []
         seed1, seed2 = _random_seed.get_seed(seed)
-        self._rng = np.random.default_rng(None if seed1 is None else [seed1, seed2])
+        self._rng = np.random.default_rng(None if seed1 is None else [seed1, seed2 or 0])
 
     min_after_dequeue = property(lambda self: self._min_after_dequeue)
 

@@ -146,7 +146,7 @@ class ReaderBase:
                         break   # read_up_to: at most one file's records per call, as TF
                     continue
                 key, value = rec
-                out.append((self._work.encode("utf-8") + key, value))
+                out.append(((self._work or "").encode("utf-8") + key, value))
                 self._produced += 1
         return out
 

@@ -114,5 +114,5 @@ def local_variables_initializer() -> Operation:
     ps_vars = [v for v in items if isinstance(v, VariableBase)]
     ops = [v.initializer for v in items if isinstance(v, LocalVariable)]
     if ps_vars:
-        ops.append(variables_initializer(ps_vars))
+        ops.append(variables_initializer(ps_vars))  # type: ignore[arg-type]
     return group(*ops, name="init")

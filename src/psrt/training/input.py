@@ -84,7 +84,7 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
 
 def _shuffled(x: Any, seed: int | None, name: str) -> Any:
     seed1, seed2 = _random_seed.get_seed(seed)
-    rng = np.random.default_rng(None if seed1 is None else [seed1, seed2])
+    rng = np.random.default_rng(None if seed1 is None else [seed1, seed2 or 0])
     t = _tensor.py_func(lambda v: v[rng.permutation(len(v))] if np.ndim(v) else v, [x],
                         _lib.static_dtype(x), name=name)
     t.shape = _lib.static_shape(x)
@@ -142,7 +142,7 @@ def string_input_producer(string_tensor: Any, num_epochs: int | None = None,
                           f"fraction_of_{capacity}_full", name or "input_producer", cancel_op)
 
 
-def range_input_producer(limit: int, num_epochs: int | None = None, shuffle: bool = True,
+def range_input_producer(limit: Any, num_epochs: int | None = None, shuffle: bool = True,
                          seed: int | None = None, capacity: int = 32,
                          shared_name: str | None = None, name: str | None = None) -> FIFOQueue:
     """A queue of the int32 integers ``0 .. limit-1``, each epoch (in random order with
@@ -174,7 +174,8 @@ def slice_input_producer(tensor_list: Sequence[Any], num_epochs: int | None = No
         raise ValueError("Expected at least one tensor in slice_input_producer().")
     n = _lib.static_shape(tensors[0])
     size = n.as_list()[0] if n.ndims else None
-    queue = range_input_producer(size if size is not None else _array.shape(tensors[0])[0],
+    limit: Any = size if size is not None else _array.shape(tensors[0])[0]
+    queue = range_input_producer(limit,
                                  num_epochs, shuffle, seed, capacity, shared_name,
                                  name or "input_producer")
     index = queue.dequeue()
@@ -203,9 +204,9 @@ def _as_original_type(original: Any, dequeued: Any) -> Any:
 def _shapes(lists: list[list[Any]], shapes: Any, enqueue_many: bool) -> list[TensorShape]:
     if shapes is not None:
         return [as_shape(s) for s in shapes]
-    out = []
+    out: list[TensorShape] = []
     for i in range(len(lists[0])):
-        merged = None
+        merged: TensorShape | None = None
         for tl in lists:
             s = _lib.static_shape(tl[i])
             if s.ndims is None:
@@ -213,11 +214,12 @@ def _shapes(lists: list[list[Any]], shapes: Any, enqueue_many: bool) -> list[Ten
             if enqueue_many:
                 s = TensorShape(s.as_list()[1:])
             merged = s if merged is None else merged.merge_with(s)
+        assert merged is not None
         out.append(merged)
     return out
 
 
-def _dtypes(lists: list[list[Any]]) -> list[np.dtype]:
+def _dtypes(lists: list[list[Any]]) -> list[Any]:
     types = [_lib.static_dtype(t) for t in lists[0]]
     for tl in lists[1:]:
         if [_lib.static_dtype(t) for t in tl] != types:
