@@ -622,3 +622,20 @@ def test_supervisor_starts_queue_runners(tmp_path):
         while not sv.should_stop():
             n += len(s.run(batch["y"]))
     assert n == 16
+
+
+def test_queue_runner_threads_end_when_the_session_closed_first():
+    # A script that closes its session before stopping the coordinator: the cancel thread
+    # still closes the queue, so blocked enqueue threads end (no wait for the grace period).
+    q = tf.FIFOQueue(1, tf.int32, shapes=())
+    qr = tf.train.QueueRunner(q, [q.enqueue(1)] * 2)
+    s = tf.Session()
+    coord = tf.train.Coordinator()
+    threads = qr.create_threads(s, coord=coord, start=True)
+    time.sleep(0.2)                        # one element in, both threads blocked
+    assert int(s.run(q.size())) == 1
+    s.close()
+    t0 = time.monotonic()
+    coord.request_stop()
+    coord.join(threads, stop_grace_period_secs=10)
+    assert time.monotonic() - t0 < 5 and not any(t.is_alive() for t in threads)

@@ -117,6 +117,13 @@ class QueueRunner:
             _run_op(sess, self._cancel_op)
         except Exception as e:  # noqa: BLE001 - as TF: logged
             _logger.debug("Ignored exception: %s", e)
+            # Beyond TF: a session closed before the stop cannot run the cancel op, but a
+            # queue's close needs no session (it reads nothing), so the blocked enqueue
+            # threads still end instead of waiting out the join's grace period.
+            node = getattr(getattr(self._cancel_op, "value", None), "op", None)
+            if isinstance(self._cancel_op, _ops.Operation) and \
+                    self._cancel_op.type == "local" and node is not None and not node.inputs:
+                node.func()
 
     def create_threads(self, sess: Any, coord: Coordinator | None = None,
                        daemon: bool = False, start: bool = False) -> list[threading.Thread]:
