@@ -576,7 +576,10 @@ def test_monitored_session_stops_at_the_end_of_the_epochs(tmp_path):
     files = [str(tmp_path / f"d{i}.tfrecord") for i in range(2)]
     for i, f in enumerate(files):
         _write_examples(f, 6, offset=10 * i)
-    batch = _pipeline(files, num_epochs=3)
+    # TF's idiom: the file list a local variable (match_filenames_once), set by the same
+    # local_init_op as the epoch counter.
+    batch = _pipeline(tf.train.match_filenames_once(str(tmp_path / "d*.tfrecord")),
+                      num_epochs=3)
     w = tf.Variable(np.zeros((2, 1), np.float32), name="w")
 
     @tf.function
