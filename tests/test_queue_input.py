@@ -642,3 +642,24 @@ def test_queue_runner_threads_end_when_the_session_closed_first():
     coord.request_stop()
     coord.join(threads, stop_grace_period_secs=10)
     assert time.monotonic() - t0 < 5 and not any(t.is_alive() for t in threads)
+
+
+def test_a_step_waiting_for_input_holds_no_session_lock(sess):
+    # The training step's dequeue waits before the run takes the session's lock, so a
+    # producer whose enqueue reads a ps variable (its run takes the lock) still fills it.
+    v = tf.Variable(3.0, name="v")
+    q = tf.FIFOQueue(2, tf.float32, shapes=())
+    enqueue = q.enqueue(v * 2.0)
+    w = tf.Variable(1.0, name="w")
+    loss = tf.square(w - q.dequeue())
+    train = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+    sess.run(tf.global_variables_initializer())
+
+    def produce():
+        time.sleep(0.3)
+        sess.run(enqueue)
+    t = threading.Thread(target=produce)
+    t.start()
+    assert float(sess.run(train)) == pytest.approx(25.0)    # (1 - 6)^2, from the queue
+    t.join(5)
+    assert float(sess.run(w)) == pytest.approx(1.0 - 0.25 * 2 * (1.0 - 6.0))

@@ -94,7 +94,10 @@ class QueueBase:
         self._closed = False
         self._cancelled = False
         self._shared_name = shared_name
-        self.name = _ops.get_default_graph().unique_name(name)
+        graph = _ops.get_default_graph()
+        self.name = graph.unique_name(name)
+        if not self._legacy:
+            graph._has_input_ops = True
 
     # ---- properties ------------------------------------------------------------------------
 

@@ -79,7 +79,9 @@ class ReaderBase:
     _default_name = "Reader"
 
     def __init__(self, name: str | None = None) -> None:
-        self.name = _ops.get_default_graph().unique_name(name or self._default_name)
+        graph = _ops.get_default_graph()
+        self.name = graph.unique_name(name or self._default_name)
+        graph._has_input_ops = True
         # Held for a whole read, as TF's mu_: one file's records in order.
         self._lock = threading.Lock()
         self._work: str | None = None

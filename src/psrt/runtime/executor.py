@@ -109,6 +109,8 @@ class Executor:
         if tensors:
             rs.pending = _autodiff.plan_for(list(dict.fromkeys(tensors)), feeds)
             rs.fetched = [id(t) for t in tensors]
+        if self._host._graph._has_input_ops:
+            _input_prefix(rs, leaves, feeds)
         # A run of local ops only (no variable, no ps op: a queue runner's enqueue) takes
         # no lock, so it proceeds while another thread's step waits in a dequeue.
         with self._host._lock if _touches_ps(leaves, rs.pending) else contextlib.nullcontext():
@@ -356,9 +358,12 @@ class Executor:
                 var_values.update(zip(map(id, others), self._pull_new(others)))
             memo = rs.memo if rs is not None else {}
             rows: list[Any] = []
-            known: dict[int, Any] = {}
+            # The input ops computed before the lock (a dequeue): not run again.
+            known: dict[int, Any] = {k: memo[k] for k in rs.prefix} if rs is not None \
+                and rs.prefix else {}
             if lookups:
-                known = _row_lookups.prepare_rows(self, [plan, pending], var_values, feeds, memo)
+                known.update(_row_lookups.prepare_rows(self, [plan, pending], var_values,
+                                                       feeds, memo))
                 rows = _row_lookups.trainable_rows(plan, var_list)
             loss, grads = _autodiff.value_and_gradients(plan, op.loss,
                                                      list(dense) + rows if rows else dense,
@@ -663,7 +668,7 @@ class _RunState:
     """One run's state: its feeds, the fetched tensors not computed yet (a Plan), every
     tensor value computed (id(Tensor) -> value) and the global steps from push replies."""
 
-    __slots__ = ("feeds", "pending", "memo", "fresh_steps", "fetched")
+    __slots__ = ("feeds", "pending", "memo", "fresh_steps", "fetched", "prefix")
 
     def __init__(self, feeds: dict[str, Any]) -> None:
         self.feeds = feeds
@@ -671,6 +676,7 @@ class _RunState:
         self.pending: _autodiff.Plan | None = None
         self.memo: dict[int, Any] = {}
         self.fresh_steps: dict[int, int] = {}
+        self.prefix: list[int] = []    # ids of tensors computed before the lock
 
 
 def _owned(value: Any) -> Any:
@@ -689,6 +695,20 @@ def _own_all(rs: _RunState) -> None:
         value = memo.get(key)
         if isinstance(value, np.ndarray) and not value.flags.writeable:
             memo[key] = value.copy()
+
+
+def _input_prefix(rs: _RunState, leaves: list[Any], feeds: dict[str, Any]) -> None:
+    """Computes, before the run takes the session's lock, the ops of its tensors and train
+    op losses that read no variable (an input pipeline's dequeue waits there, not holding
+    the lock that its producers' runs or the Supervisor's threads may need)."""
+    plans = [_autodiff.plan_for([leaf.loss], feeds) for leaf in leaves
+             if isinstance(leaf, TrainOp) and leaf.loss is not None]
+    if rs.pending is not None:
+        plans.append(rs.pending)
+    for plan in plans:
+        nodes = _autodiff.local_prefix(plan, feeds)
+        _autodiff.evaluate(_autodiff.Nodes(nodes), {}, feeds, rs.memo)
+        rs.prefix.extend(id(t) for n in nodes for t in n.outputs)
 
 
 def _touches_ps(leaves: list[Any], pending: Any) -> bool:
