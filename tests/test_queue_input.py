@@ -663,3 +663,31 @@ def test_a_step_waiting_for_input_holds_no_session_lock(sess):
     assert float(sess.run(train)) == pytest.approx(25.0)    # (1 - 6)^2, from the queue
     t.join(5)
     assert float(sess.run(w)) == pytest.approx(1.0 - 0.25 * 2 * (1.0 - 6.0))
+
+
+def test_batch_of_var_len_features_is_a_sparse_tensor(tmp_path, sess):
+    # input_test.py BatchTest.testOneThreadWithSparse-like: a VarLenFeature of each
+    # example batched into one SparseTensor [batch, longest].
+    fn = str(tmp_path / "v.tfrecord")
+    with tf.python_io.TFRecordWriter(fn) as w:
+        for vals in ([1], [2, 3], [], [4, 5, 6]):
+            w.write(tf.train.Example(features=tf.train.Features(feature={
+                "v": tf.train.Feature(int64_list=tf.train.Int64List(value=vals)),
+                "k": tf.train.Feature(int64_list=tf.train.Int64List(value=[len(vals)])),
+            })).SerializeToString())
+    fq = tf.train.string_input_producer([fn], num_epochs=1, shuffle=False)
+    _, ser = tf.TFRecordReader().read(fq)
+    feat = tf.parse_single_example(ser, {"v": tf.VarLenFeature(tf.int64),
+                                         "k": tf.FixedLenFeature([], tf.int64)})
+    b = tf.train.batch(feat, batch_size=4)
+    assert isinstance(b["v"], tf.SparseTensor)
+    sess.run(tf.local_variables_initializer())
+    coord, threads = _run_threads(sess)
+    out = sess.run(b)
+    coord.request_stop()
+    coord.join(threads)
+    assert out["k"].tolist() == [1, 2, 0, 3]
+    v = out["v"]
+    assert v.indices.tolist() == [[0, 0], [1, 0], [1, 1], [3, 0], [3, 1], [3, 2]]
+    assert v.values.tolist() == [1, 2, 3, 4, 5, 6]
+    assert v.dense_shape.tolist() == [4, 3]

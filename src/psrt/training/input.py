@@ -20,6 +20,7 @@ one-element list) comes back as a single tensor, as TF's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ from psrt.framework import ops as _ops
 from psrt.framework import random_seed as _random_seed
 from psrt.framework import tensor as _tensor
 from psrt.framework.constant_op import constant
+from psrt.framework.sparse_tensor import SparseTensor
 from psrt.framework.tensor_shape import TensorShape, as_shape
 from psrt.ops import array_ops as _array
 from psrt.ops import io_ops as _io
@@ -233,11 +235,19 @@ def _queue_batch(tensors_list: list[Any], batch_size: int, capacity: int, enqueu
                  name: str) -> Any:
     if not tensors_list:
         raise ValueError("Expected at least one tensor list")
-    lists = [[_graph_value(t) for t in _as_tensor_list(ts)] for ts in tensors_list]
-    if any(len(tl) != len(lists[0]) for tl in lists) or not lists[0]:
+    raw = [_as_tensor_list(ts) for ts in tensors_list]
+    if any(len(tl) != len(raw[0]) for tl in raw) or not raw[0]:
         raise ValueError("Expected tensor lists of the same, non-zero, length")
+    sparse = [isinstance(t, SparseTensor) for t in raw[0]]
+    if any(sparse) and enqueue_many:
+        raise ValueError("psrt batches SparseTensors one example at a time: enqueue_many "
+                         "with a SparseTensor is not supported")
+    lists = [[_pack_sparse(t) if isinstance(t, SparseTensor) else _graph_value(t) for t in tl]
+             for tl in raw]
     types = _dtypes(lists)
     shps = _shapes(lists, shapes, enqueue_many)
+    if shapes is not None and any(sparse):
+        shps = [TensorShape([]) if s else shp for s, shp in zip(sparse, shps)]
     queue = make_queue(types, shps)
     enq = [queue.enqueue_many(tl) if enqueue_many else queue.enqueue(tl)
            for tl in lists for _ in range(threads)]
@@ -246,7 +256,53 @@ def _queue_batch(tensors_list: list[Any], batch_size: int, capacity: int, enqueu
         out = queue.dequeue_up_to(batch_size, name=name)
     else:
         out = queue.dequeue_many(batch_size, name=name)
+    if any(sparse):
+        parts = out if isinstance(out, list) else [out]
+        parts = [_unpack_sparse(c, _lib.static_dtype(raw[0][i].values)) if sparse[i] else c
+                 for i, c in enumerate(parts)]
+        out = parts if len(parts) > 1 else parts[0]
     return _as_original_type(tensors_list[0], out)
+
+
+def _pack(indices: Any, values: Any, dense_shape: Any) -> np.ndarray:
+    out = np.empty((), dtype=object)
+    out[()] = (np.asarray(indices, np.int64), np.asarray(values), np.asarray(dense_shape,
+                                                                             np.int64))
+    return out
+
+
+def _pack_sparse(st: SparseTensor) -> Any:
+    """One example's SparseTensor as one queue element (TF stores it in a
+    SparseTensorsMap and enqueues its handle, ``_store_sparse_tensors``)."""
+    t = _tensor.py_func(_pack, [st.indices, st.values, st.dense_shape], np.dtype(object),
+                        name="store_sparse")
+    t.shape = []
+    return t
+
+
+def _unpack(packed: Any, dtype: Any) -> list[Any]:
+    items = list(np.asarray(packed, dtype=object).reshape(-1))
+    rank = max((len(it[2]) for it in items), default=1)
+    shape = [len(items)] + [max((int(it[2][d]) for it in items), default=0)
+                            for d in range(rank)]
+    idx = [np.concatenate([np.full((len(it[0]), 1), b, np.int64),
+                           np.asarray(it[0], np.int64).reshape(-1, rank)], axis=1)
+           for b, it in enumerate(items)]
+    vals = [np.asarray(it[1], dtype).reshape(-1) for it in items]
+    return [np.concatenate(idx) if idx else np.zeros((0, rank + 1), np.int64),
+            np.concatenate(vals) if vals else np.zeros(0, dtype),
+            np.asarray(shape, np.int64)]
+
+
+def _unpack_sparse(packed: Any, dtype: Any) -> SparseTensor:
+    """The batch of packed SparseTensors as one SparseTensor with a new dimension 0 and
+    each other dimension the largest of the batch, as TF's ``_restore_sparse_tensors``."""
+    ind, val, shp = _tensor.py_func(functools.partial(_unpack, dtype=dtype), [packed],
+                                    [np.int64, dtype, np.int64], name="restore_sparse")
+    ind.shape = [None, None]
+    val.shape = [None]
+    shp.shape = [None]
+    return SparseTensor(ind, val, shp)
 
 
 def batch(tensors: Any, batch_size: int, num_threads: int = 1, capacity: int = 32,
