@@ -15,7 +15,8 @@ coordinator, whose cancel threads close the queues: the waiting ``sess.run`` end
 session's close (or ``coord.join``) re-raises the error.
 
 Dict inputs are enqueued by sorted key and come back as a dict; a single tensor (or a
-one-element list) comes back as a single tensor, as TF's.
+one-element list) comes back as a single tensor; a SparseTensor (a ``VarLenFeature``) of
+each example comes back as one SparseTensor ``[batch, longest...]``, as TF's.
 """
 
 from __future__ import annotations
