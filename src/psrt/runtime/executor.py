@@ -74,6 +74,7 @@ class Executor:
         self._views: dict[int, np.ndarray] = {}
         self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
         self._sync_states: dict[int, _sync.SyncState] = {}  # id(sync TrainOp) -> its progress
+        self._prefixes: dict[int, tuple[Any, list[Any]]] = {}  # id(Plan) -> its input ops
 
     # ---- run ----------------------------------------------------------------------------
 
@@ -110,7 +111,7 @@ class Executor:
             rs.pending = _autodiff.plan_for(list(dict.fromkeys(tensors)), feeds)
             rs.fetched = [id(t) for t in tensors]
         if self._host._graph._has_input_ops:
-            _input_prefix(rs, leaves, feeds)
+            _input_prefix(rs, leaves, feeds, self._prefixes)
         # A run of local ops only (no variable, no ps op: a queue runner's enqueue) takes
         # no lock, so it proceeds while another thread's step waits in a dequeue.
         with self._host._lock if _touches_ps(leaves, rs.pending) else contextlib.nullcontext():
@@ -697,7 +698,8 @@ def _own_all(rs: _RunState) -> None:
             memo[key] = value.copy()
 
 
-def _input_prefix(rs: _RunState, leaves: list[Any], feeds: dict[str, Any]) -> None:
+def _input_prefix(rs: _RunState, leaves: list[Any], feeds: dict[str, Any],
+                  cache: dict[int, tuple[Any, list[Any]]]) -> None:
     """Computes, before the run takes the session's lock, the ops of its tensors and train
     op losses that read no variable (an input pipeline's dequeue waits there, not holding
     the lock that its producers' runs or the Supervisor's threads may need)."""
@@ -706,7 +708,14 @@ def _input_prefix(rs: _RunState, leaves: list[Any], feeds: dict[str, Any]) -> No
     if rs.pending is not None:
         plans.append(rs.pending)
     for plan in plans:
-        nodes = _autodiff.local_prefix(plan, feeds)
+        hit = cache.get(id(plan))
+        if hit is not None and hit[0] is plan:   # the entry holds its plan: no id reuse
+            nodes = hit[1]
+        else:
+            nodes = _autodiff.local_prefix(plan, feeds)
+            if len(cache) > 256:                  # plans pruned by feeds are new each run
+                cache.clear()
+            cache[id(plan)] = (plan, nodes)
         _autodiff.evaluate(_autodiff.Nodes(nodes), {}, feeds, rs.memo)
         rs.prefix.extend(id(t) for n in nodes for t in n.outputs)
 
