@@ -691,3 +691,10 @@ def test_batch_of_var_len_features_is_a_sparse_tensor(tmp_path, sess):
     assert v.indices.tolist() == [[0, 0], [1, 0], [1, 1], [3, 0], [3, 1], [3, 2]]
     assert v.values.tolist() == [1, 2, 3, 4, 5, 6]
     assert v.dense_shape.tolist() == [4, 3]
+
+
+def test_start_queue_runners_needs_the_session():
+    q = tf.train.range_input_producer(3)
+    assert q.dtypes == [np.dtype(np.int32)]
+    with pytest.raises(ValueError, match="Pass the session"):
+        tf.train.start_queue_runners()

@@ -172,10 +172,19 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
                         ) -> list[threading.Thread]:
     """Starts the threads of every QueueRunner in ``collection``, as TF; returns them.
 
-    ``sess`` identifies the session the threads serve (a QueueRunner runs one set of
-    threads per session); psrt's queue ops run in the process, so any object, or None,
-    will do."""
+    ``sess`` is the session the threads run the enqueue ops with (a QueueRunner runs one
+    set of threads per session). Only runners of Python-filled queues run without one.
+
+    Raises:
+        ValueError: ``sess`` is None and a runner has graph enqueue ops (TF's error when
+            no default session is registered; psrt has no default session)."""
+    runners = _ops.get_default_graph().get_collection(collection)
+    if sess is None and any(isinstance(op, _ops.Operation)
+                            for qr in runners for op in getattr(qr, "enqueue_ops", ())):
+        raise ValueError("Cannot start queue runners: No default session is registered "
+                         "(psrt has none). Pass the session: "
+                         "tf.train.start_queue_runners(sess=sess)")
     threads: list[threading.Thread] = []
-    for qr in _ops.get_default_graph().get_collection(collection):
+    for qr in runners:
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
