@@ -117,6 +117,9 @@ def test_fifo_blocking_dequeue_and_cancel_pending_enqueue(sess):
 
 
 def test_fifo_shape_and_dtype_checks(sess):
+    # TF's _as_shape_list: a list of ints or None is one shape.
+    assert tf.FIFOQueue(1, tf.int32, shapes=[None]).shapes == [tf.TensorShape([None])]
+    assert tf.FIFOQueue(1, tf.int32, shapes=()).shapes == [tf.TensorShape([])]
     q = tf.FIFOQueue(10, tf.float32, shapes=[(2,)])
     with pytest.raises(ValueError, match="incompatible"):
         q.enqueue(np.zeros(3, np.float32))
@@ -218,6 +221,7 @@ def test_tfrecord_reader_keys_are_file_and_offset(tmp_path, sess):
     reader = tf.TFRecordReader(name="test_reader")
     queue = tf.FIFOQueue(99, [tf.string], shapes=())
     key, value = reader.read(queue)
+    assert reader.read(queue)._fields == ("key", "value")
     sess.run(queue.enqueue_many([files]))
     sess.run(queue.close())
     for i, fn in enumerate(files):
@@ -439,8 +443,10 @@ def test_match_filenames_once(tmp_path, sess):
         (tmp_path / f"match_filenames.{name}").write_bytes(b"")
     star = tf.train.match_filenames_once(str(tmp_path / "match_filenames.?"))
     question = tf.train.match_filenames_once(str(tmp_path / "match_filenames.A*"))
+    with pytest.raises(errors.FailedPreconditionError, match="uninitialized value"):
+        sess.run(star)
     sess.run(tf.local_variables_initializer())
-    assert sess.run(star.value()).tolist() == [
+    assert sess.run(star).tolist() == sess.run(star.value()).tolist() == [
         os.fsencode(str(tmp_path / f"match_filenames.{n}")) for n in "ABC"]
     assert sess.run(question.value()).tolist() == [
         os.fsencode(str(tmp_path / f"match_filenames.{n}")) for n in ("A", "AA")]

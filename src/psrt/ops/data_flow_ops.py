@@ -74,10 +74,7 @@ class QueueBase:
             if shapes is None:
                 self._shapes = [TensorShape(None) for _ in self._dtypes]
             else:
-                # A single shape (a list of ints) for a one-component queue, as TF.
-                if len(self._dtypes) == 1 and not _is_shape_list(shapes):
-                    shapes = [shapes]
-                self._shapes = [as_shape(s) for s in shapes]
+                self._shapes = [as_shape(s) for s in _shape_list(shapes)]
                 if len(self._shapes) != len(self._dtypes):
                     raise ValueError(f"Queue shapes must have the same length as dtypes: "
                                      f"{len(self._shapes)} shapes for {len(self._dtypes)} "
@@ -256,8 +253,7 @@ class QueueBase:
 
     def _dequeue_tensors(self, scope: str, run: Callable[[], list[Any]],
                          lead: list[Any] | None) -> Any:
-        shapes = [TensorShape(None) if s.ndims is None and lead is not None else
-                  TensorShape(None) if s.ndims is None else
+        shapes = [TensorShape(None) if s.ndims is None else
                   TensorShape((lead or []) + s.as_list()) for s in self._shapes]
         both = _tensor.py_func(run, [], list(self._dtypes), name=scope)
         # One single-output node per component over the dequeue (computed once per run):
@@ -308,6 +304,9 @@ class QueueBase:
     def dequeue_up_to(self, n: int, name: str | None = None) -> Any:
         """As :meth:`dequeue_many`, but once the queue is closed it gives what is left
         (at least one element; none left: OutOfRangeError), as TF's ``dequeue_up_to``."""
+        if self._legacy:
+            return _LegacyOp(self, name or "dequeue_up_to",
+                             lambda: _stack(self._take(int(n), True)))
         count = _count(n)
 
         def run() -> list[Any]:
@@ -357,13 +356,21 @@ def _strings(x: Any) -> np.ndarray:
     return out
 
 
-def _is_shape_list(shapes: Any) -> bool:
+def _shape_list(shapes: Any) -> list[Any]:
+    """``shapes`` as one shape per component, by TF's rule (``data_flow_ops._as_shape_list``):
+    a TensorShape, or a list whose entries are all ints or None, is one shape.
+
+    Raises:
+        TypeError: not a TensorShape, list or tuple.
+    """
     if isinstance(shapes, TensorShape):
-        return False
-    if isinstance(shapes, (list, tuple)):
-        return all(s is None or isinstance(s, (list, tuple, TensorShape)) for s in shapes) \
-            and len(shapes) > 0
-    return False
+        return [shapes]
+    if not isinstance(shapes, (list, tuple)):
+        raise TypeError(f"shapes must be a TensorShape or a list or tuple of TensorShapes; "
+                        f"got {shapes!r}")
+    if all(s is None or isinstance(s, (int, np.integer)) for s in shapes):
+        return [shapes]
+    return list(shapes)
 
 
 def _fits(shape: tuple[int, ...], want: TensorShape) -> bool:
@@ -430,10 +437,8 @@ class PaddingFIFOQueue(QueueBase):
     def __init__(self, capacity: int, dtypes: Any, shapes: Any, names: Any = None,
                  shared_name: str | None = None, name: str = "padding_fifo_queue") -> None:
         n_dtypes = len(_component_list(dtypes))
-        if shapes is None or len(_component_list(shapes) if _is_shape_list(shapes)
-                                 else [shapes]) != n_dtypes:
-            got = 0 if shapes is None else len(_component_list(shapes)) \
-                if _is_shape_list(shapes) else 1
+        got = 0 if shapes is None else len(_shape_list(shapes))
+        if got != n_dtypes:
             raise ValueError(f"Shapes must be provided for all components, but received "
                              f"{n_dtypes} dtypes and {got} shapes.")
         super().__init__(capacity, dtypes, shapes, names, shared_name, name)

@@ -26,6 +26,7 @@ queue runner thread: its Coordinator, then the training loop).
 
 from __future__ import annotations
 
+import collections
 import glob as _glob
 import os
 import threading
@@ -44,6 +45,10 @@ __all__ = ["FixedLengthRecordReader", "ReaderBase", "TFRecordReader", "TextLineR
            "WholeFileReader", "matching_files", "read_file"]
 
 _STRING = np.dtype(object)
+
+# What read and read_up_to return, as TF's generated ops' namedtuples.
+ReaderReadResult = collections.namedtuple("ReaderReadResult", ["key", "value"])
+ReaderReadUpToResult = collections.namedtuple("ReaderReadUpToResult", ["keys", "values"])
 
 
 def _scalar(b: bytes) -> np.ndarray:
@@ -170,7 +175,7 @@ class ReaderBase:
                                      name=name or f"{self.name}_ReaderRead")
         key.shape = []
         value.shape = []
-        return key, value
+        return ReaderReadResult(key, value)
 
     def read_up_to(self, queue: Any, num_records: int,
                    name: str | None = None) -> tuple[Any, Any]:
@@ -192,7 +197,7 @@ class ReaderBase:
                                        name=name or f"{self.name}_ReaderReadUpTo")
         keys.shape = [None]
         values.shape = [None]
-        return keys, values
+        return ReaderReadUpToResult(keys, values)
 
     def num_records_produced(self, name: str | None = None) -> Any:
         """The records read since the start or the last reset: an int64 scalar tensor."""

@@ -54,6 +54,7 @@ class LocalVariable:
                 self._initialized = True
         t = _tensor.py_func(assign, [initial_value], None, name=f"{self.name}/Assign_run")
         self.initializer = local_op(t, graph.unique_name(f"{self.name}/Assign"))
+        self._read = self._read_tensor()
         graph.add_to_collection(GraphKeys.LOCAL_VARIABLES, self)
 
     @property
@@ -66,7 +67,21 @@ class LocalVariable:
             None, None, f"Attempting to use uninitialized value {self.name}")
 
     def value(self) -> Any:
-        """A tensor of the current value."""
+        """The tensor of the current value (one per variable, as TF's snapshot)."""
+        return self._read
+
+    def eval(self, session: Any) -> Any:
+        """``session.run(self.value())``."""
+        return session.run(self._read)
+
+    # A fetch of the variable itself (``sess.run(v)``) is a fetch of its value.
+    def _psrt_fetch_inputs(self, feeds: Any, fetched: Any) -> Any:
+        return [self._read]
+
+    def _psrt_compute(self, values: Any, feeds: Any) -> Any:
+        return values[0]
+
+    def _read_tensor(self) -> Any:
         def read() -> Any:
             with self._lock:
                 if not self._initialized:
