@@ -392,10 +392,10 @@ def _count(n: Any) -> int:
             raise TypeError("psrt's dequeue_many/dequeue_up_to take n as an int or a "
                             "constant tensor")
         n = v
-    n = int(np.asarray(n).item())
-    if n < 0:
-        raise ValueError(f"n must be >= 0; got {n}")
-    return n
+    count: int = int(np.asarray(n).item())
+    if count < 0:
+        raise ValueError(f"n must be >= 0; got {count}")
+    return count
 
 
 class FIFOQueue(QueueBase):
