@@ -57,7 +57,9 @@ def queue_worker_main(cfg: dict) -> None:
         emit("error", type=type(e).__name__, message=e.message)
         server.stop()
         sys.exit(1)
-    emit("done", examples=examples, steps=steps, last=step)
+    # TF's MonitoredSession: the OutOfRangeError of the last epoch left the with block
+    # quietly, and the closed session reports should_stop().
+    emit("done", examples=examples, steps=steps, last=step, should_stop=sess.should_stop())
     server.stop()
 
 

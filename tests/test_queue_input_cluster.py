@@ -60,6 +60,7 @@ def test_two_workers_train_from_queues_until_the_epochs_end(tasks, tmp_path):  #
         mine = sum(counts[i::2])
         # Every example of the worker's files once per epoch, none more.
         assert d["examples"] == num_epochs * mine, d
+        assert d["should_stop"] is True, d
         assert d["steps"] >= -(-num_epochs * mine // batch_size), d
     # Both workers pushed to the same global step on the ps.
     assert max(d["last"] for d in done) >= max(d["steps"] for d in done)
