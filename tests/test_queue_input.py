@@ -704,3 +704,31 @@ def test_start_queue_runners_needs_the_session():
     assert q.dtypes == [np.dtype(np.int32)]
     with pytest.raises(ValueError, match="Pass the session"):
         tf.train.start_queue_runners()
+
+
+def test_input_continues_after_the_session_is_recreated(tmp_path):
+    # MonitoredSession recovery (an UnavailableError: a ps task was lost) re-creates the
+    # session and restarts the queue runners: the queues the old coordinator closed open
+    # again and every example is still read once per epoch.
+    x = tf.train.range_input_producer(40, num_epochs=2, shuffle=False).dequeue()
+    batch = tf.train.batch([x], 5)
+    tf.train.get_or_create_global_step()
+
+    class Preempt(tf.train.SessionRunHook):
+        def __init__(self):
+            self.runs = 0
+
+        def before_run(self, run_context):
+            self.runs += 1
+            if self.runs == 3:
+                raise errors.UnavailableError(None, None, "ps task lost (test)")
+
+    seen = []
+    with tf.train.MonitoredSession(hooks=[Preempt()]) as mon:
+        while not mon.should_stop():
+            seen.extend(mon.run(batch).tolist())
+    assert mon.should_stop()
+    # Nothing is lost: elements already dequeued by the old session's threads stay queued
+    # (the epoch counter is a local variable, initialized again by the new session).
+    assert sorted(set(seen)) == list(range(40))
+    assert len(seen) >= 80

@@ -153,6 +153,12 @@ class QueueBase:
             self._cancelled = self._cancelled or cancel
             self._cond.notify_all()
 
+    def _reopen(self) -> None:
+        with self._cond:
+            self._closed = False
+            self._cancelled = False
+            self._cond.notify_all()
+
     def _size(self) -> int:
         with self._cond:
             return len(self._items)

@@ -133,6 +133,14 @@ class QueueRunner:
         with self._lock:
             if self._runs_per_session.get(id(sess), 0) > 0:
                 return []
+            if any(k != id(sess) for k in self._runs_per_session) and \
+                    isinstance(self._queue, QueueBase) and not self._queue._legacy and \
+                    not any(self._runs_per_session.values()):
+                # Beyond TF: threads for a new session (a MonitoredSession re-created after
+                # a ps preemption) find the queue closed by the old session's stop; it
+                # opens again, keeping its elements (an input whose epochs ended closes it
+                # again at once).
+                self._queue._reopen()
             self._runs_per_session[id(sess)] = len(self._enqueue_ops)
             self._exceptions_raised = []
         threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
