@@ -9,6 +9,7 @@ from psrt.framework.tf_record import (
     tf_record_iterator,
 )
 from psrt.ops.image_ops import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
+from psrt.ops.io_ops import matching_files, read_file
 from psrt.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -34,8 +35,10 @@ __all__ = [
     "decode_raw",
     "encode_jpeg",
     "encode_png",
+    "matching_files",
     "parse_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "read_file",
     "tf_record_iterator",
 ]

@@ -76,6 +76,34 @@ class Plan:
         self.derived_names = frozenset(n.name for n in self.nodes if n.type == "PyFunc")
 
 
+class Nodes:
+    """A plan of the given ops only (in order), for :func:`evaluate`."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+
+
+def local_prefix(plan: Plan, feeds: dict[str, Any]) -> list[Node]:
+    """The ops of ``plan`` that read no variable and no run input, directly or through
+    other ops or control dependencies (an input pipeline's dequeues, reads, decodes), in
+    plan order: computable before a run touches the ps tasks."""
+    local: set[int] = set()
+    out: list[Node] = []
+    for node in plan.nodes:
+        if node.type == "Placeholder" or node.name in feeds:
+            ok = True
+        else:
+            ok = all(not isinstance(x, (VariableBase, RunInput)) and
+                     (not isinstance(x, Tensor) or id(x.op) in local) for x in node.inputs) \
+                and all(isinstance(c, Node) and id(c) in local for c in node.control_inputs)
+        if ok:
+            local.add(id(node))
+            out.append(node)
+    return out
+
+
 def plan_for(targets: Sequence[Tensor], feeds: dict[str, Any]) -> Plan:
     """The :class:`Plan` of ``targets`` in a run with ``feeds``, checked: every placeholder
     it needs is fed (or has a default), else TF's InvalidArgumentError, raised before

@@ -46,14 +46,6 @@ MISSING: dict[tuple[str, str], str] = {
                                                     "write it with psrt's math ops",
     # tf.nn.*
     # tf.train.*
-    ("psrt.train", "shuffle_batch"): "use a psrt.train.QueueRunner filling a "
-                                     "psrt.train.FIFOQueue with shuffled numpy batches",
-    ("psrt.train", "batch"): "use a psrt.train.QueueRunner filling a psrt.train.FIFOQueue "
-                             "with numpy batches",
-    ("psrt.train", "string_input_producer"): "read the files in a Python producer given to "
-                                             "psrt.train.QueueRunner",
-    ("psrt.train", "slice_input_producer"): "slice the numpy arrays in a Python producer "
-                                            "given to psrt.train.QueueRunner",
     ("psrt.train", "import_meta_graph"): "psrt has no meta graphs: rebuild the model in "
                                          "Python, then psrt.train.Saver().restore",
     ("psrt.train", "export_meta_graph"): "psrt has no meta graphs; psrt.train.Saver saves "

@@ -86,6 +86,9 @@ class Graph:
         self._seed: int | None = None
         self._last_op_seed = 0
         self._has_control_deps = False  # a control_dependencies block was opened
+        # A queue or reader was built (ops/data_flow_ops.py, io_ops.py): runs compute
+        # their input ops before taking the session's lock (runtime/executor.py).
+        self._has_input_ops = False
         self._scopes = threading.local()  # name and variable scope stacks, per thread
 
     @property

@@ -330,15 +330,6 @@ def trainable_variables(scope: str | None = None) -> list[Variable]:
     return _graph_vars(TRAINABLE_VARIABLES, scope)
 
 
-def local_variables(scope: str | None = None) -> list[Variable]:
-    """Variables in ``LOCAL_VARIABLES`` (creation order), as ``tf.local_variables``: the
-    metrics' accumulators and variables created with ``collections=[LOCAL_VARIABLES]``.
-    Each is held by this worker (its device is the worker's, not a ps task's), is not
-    saved by a default ``Saver``, and is initialized by :func:`local_variables_initializer`
-    (a ``MonitoredTrainingSession``'s and ``Supervisor``'s ``local_init_op``)."""
-    return _graph_vars(LOCAL_VARIABLES, scope)
-
-
 def moving_average_variables(scope: str | None = None) -> list[Variable]:
     """The variables ``ExponentialMovingAverage.apply`` averages (``MOVING_AVERAGE_VARIABLES``:
     the averaged variables, not their shadows; tensors' averages are not in it), as
@@ -363,11 +354,6 @@ def global_variables_initializer() -> Operation:
 
 initialize_all_variables = global_variables_initializer
 
-
-def local_variables_initializer() -> Operation:
-    """An op initializing every local variable (:func:`local_variables`), as
-    ``tf.local_variables_initializer``; with none, an op that does nothing."""
-    return variables_initializer(local_variables(), name="init_1")
 
 
 def report_uninitialized_variables(var_list: Iterable[Variable] | None = None,

@@ -22,6 +22,7 @@ Nothing here touches a socket: the C++ client does every transfer with the GIL r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -73,6 +74,7 @@ class Executor:
         self._views: dict[int, np.ndarray] = {}
         self._last_step: dict[int, int] = {}      # id(global step) -> value from a push reply
         self._sync_states: dict[int, _sync.SyncState] = {}  # id(sync TrainOp) -> its progress
+        self._prefixes: dict[int, tuple[Any, list[Any]]] = {}  # id(Plan) -> its input ops
 
     # ---- run ----------------------------------------------------------------------------
 
@@ -94,6 +96,12 @@ class Executor:
             leaves = before + leaves
             computed = [(i + extra, leaf, inputs, start + extra)
                         for i, leaf, inputs, start in computed]
+        # A local op (a queue's enqueue or close, a reader's reset: ops/data_flow_ops.py)
+        # runs as a fetch of its tensor; its result is None.
+        local_ops = [i for i, leaf in enumerate(leaves)
+                     if isinstance(leaf, Operation) and leaf.type == "local"]
+        for i in local_ops:
+            leaves[i] = leaves[i].value
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 tensors.append(leaf)
@@ -102,7 +110,11 @@ class Executor:
         if tensors:
             rs.pending = _autodiff.plan_for(list(dict.fromkeys(tensors)), feeds)
             rs.fetched = [id(t) for t in tensors]
-        with self._host._lock:
+        if self._host._graph._has_input_ops:
+            _input_prefix(rs, leaves, feeds, self._prefixes)
+        # A run of local ops only (no variable, no ps op: a queue runner's enqueue) takes
+        # no lock, so it proceeds while another thread's step waits in a dequeue.
+        with self._host._lock if _touches_ps(leaves, rs.pending) else contextlib.nullcontext():
             results: list[Any] = [None] * len(leaves)
             reads: list[tuple[int, Any]] = []
             op_results: dict[int, Any] = {}
@@ -142,6 +154,8 @@ class Executor:
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 results[i] = _owned(rs.memo[id(leaf)])
+        for i in local_ops:
+            results[i] = None
         # Innermost first: a computed fetch found later is an input of one found earlier.
         for i, leaf, inputs, start in reversed(computed):
             results[i] = leaf._psrt_compute(
@@ -362,9 +376,12 @@ class Executor:
                 var_values.update(zip(map(id, others), self._pull_new(others)))
             memo = rs.memo if rs is not None else {}
             rows: list[Any] = []
-            known: dict[int, Any] = {}
+            # The input ops computed before the lock (a dequeue): not run again.
+            known: dict[int, Any] = {k: memo[k] for k in rs.prefix} if rs is not None \
+                and rs.prefix else {}
             if lookups:
-                known = _row_lookups.prepare_rows(self, [plan, pending], var_values, feeds, memo)
+                known.update(_row_lookups.prepare_rows(self, [plan, pending], var_values,
+                                                       feeds, memo))
                 rows = _row_lookups.trainable_rows(plan, var_list)
             loss, grads = _autodiff.value_and_gradients(plan, op.loss,
                                                      list(dense) + rows if rows else dense,
@@ -669,7 +686,7 @@ class _RunState:
     """One run's state: its feeds, the fetched tensors not computed yet (a Plan), every
     tensor value computed (id(Tensor) -> value) and the global steps from push replies."""
 
-    __slots__ = ("feeds", "pending", "memo", "fresh_steps", "fetched")
+    __slots__ = ("feeds", "pending", "memo", "fresh_steps", "fetched", "prefix")
 
     def __init__(self, feeds: dict[str, Any]) -> None:
         self.feeds = feeds
@@ -677,6 +694,7 @@ class _RunState:
         self.pending: _autodiff.Plan | None = None
         self.memo: dict[int, Any] = {}
         self.fresh_steps: dict[int, int] = {}
+        self.prefix: list[int] = []    # ids of tensors computed before the lock
 
 
 def _owned(value: Any) -> Any:
@@ -695,6 +713,40 @@ def _own_all(rs: _RunState) -> None:
         value = memo.get(key)
         if isinstance(value, np.ndarray) and not value.flags.writeable:
             memo[key] = value.copy()
+
+
+def _input_prefix(rs: _RunState, leaves: list[Any], feeds: dict[str, Any],
+                  cache: dict[int, tuple[Any, list[Any]]]) -> None:
+    """Computes, before the run takes the session's lock, the ops of its tensors and train
+    op losses that read no variable (an input pipeline's dequeue waits there, not holding
+    the lock that its producers' runs or the Supervisor's threads may need)."""
+    plans = [_autodiff.plan_for([leaf.loss], feeds) for leaf in leaves
+             if isinstance(leaf, TrainOp) and leaf.loss is not None]
+    if rs.pending is not None:
+        plans.append(rs.pending)
+    for plan in plans:
+        hit = cache.get(id(plan))
+        if hit is not None and hit[0] is plan:   # the entry holds its plan: no id reuse
+            nodes = hit[1]
+        else:
+            nodes = _autodiff.local_prefix(plan, feeds)
+            if len(cache) > 256:                  # plans pruned by feeds are new each run
+                cache.clear()
+            cache[id(plan)] = (plan, nodes)
+        _autodiff.evaluate(_autodiff.Nodes(nodes), {}, feeds, rs.memo)
+        rs.prefix.extend(id(t) for n in nodes for t in n.outputs)
+
+
+def _touches_ps(leaves: list[Any], pending: Any) -> bool:
+    """Whether a run reads or changes anything on the ps tasks: a fetched variable, slot
+    or op other than a no-op, or a tensor reading variables or rows."""
+    for leaf in leaves:
+        if leaf is None or isinstance(leaf, Tensor):
+            continue
+        if isinstance(leaf, Operation) and leaf.type == "noop":
+            continue
+        return True
+    return pending is not None and bool(pending.variables or pending.lookups)
 
 
 def _is_int_scalar(v: Any) -> bool:

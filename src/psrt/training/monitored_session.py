@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 from psrt.checkpoint import saver as _checkpoint
 from psrt.framework import errors
 from psrt.framework import ops as _ops
+from psrt.ops import local_variables as _local_variables
 from psrt.ops import summary_ops as _summary_ops
 from psrt.ops import variables as _variables
 from psrt.runtime import targets as _targets
@@ -135,9 +136,13 @@ class Scaffold:
             self._init_op = _variables.global_variables_initializer()
         if self._ready_op is None:
             self._ready_op = _variables.report_uninitialized_variables()
-        if self._local_init_op is None and _variables.local_variables():
-            # TF's default_local_init_op: the local variables (metrics' accumulators).
-            self._local_init_op = _variables.local_variables_initializer()
+        if self._local_init_op is None:
+            # TF's default_local_init_op: local_variables_initializer() (the input
+            # pipelines' epoch counters and file lists); None without local variables.
+            self._local_init_op = _first_of_collection(_ops.GraphKeys.LOCAL_INIT_OP,
+                                                       "local_init_op")
+            if self._local_init_op is None and _local_variables.local_variables():
+                self._local_init_op = _local_variables.local_variables_initializer()
         if self._ready_for_local_init_op is None and self._local_init_op is not None:
             self._ready_for_local_init_op = _variables.report_uninitialized_variables(
                 _variables.global_variables())
@@ -350,6 +355,12 @@ class _MonitoredSession:
                              "model by the chief. The current session will be closed and a "
                              "new session will be created. Error: %s", e)
                 self._close_raw()
+            except Exception:
+                # As TF's _CoordinatedSession.run: the error a coordinated thread reported
+                # (a queue runner's reader hit a corrupt record: DataLossError) is what the
+                # loop sees, not the OutOfRangeError of the queue its stop closed.
+                self._coord.raise_requested_exception()
+                raise
 
     def _run_hooked(self, fetches: Any, feed_dict: dict[Any, Any] | None) -> Any:
         context = _session_run_hook.SessionRunContext(

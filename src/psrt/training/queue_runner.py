@@ -1,207 +1,32 @@
-"""Input queues filled by Python threads: ``FIFOQueue``, ``QueueRunner``,
-``add_queue_runner`` and ``start_queue_runners``, as TF1's
-(tensorflow/python/training/queue_runner_impl.py, ops/data_flow_ops.py).
+"""TF1's queue runners (tensorflow/python/training/queue_runner_impl.py): ``QueueRunner``,
+``add_queue_runner``, ``start_queue_runners``.
 
-How TF's graph queues map to psrt:
+A QueueRunner's threads run its enqueue ops with ``sess.run`` until the input ends
+(OutOfRangeError: the last thread closes the queue) or the coordinator stops (a cancel
+thread closes the queue, cancelling pending enqueues); any other error goes to the
+coordinator. The queues are ops/data_flow_ops.py's graph queues; the input producers and
+batching that register runners are training/input.py's. ``MonitoredTrainingSession`` and
+``Supervisor`` start the graph's runners themselves, as TF's.
 
-=====================================================  ==========================================
-TF1                                                    psrt
-=====================================================  ==========================================
-``q = tf.FIFOQueue(capacity, dtypes)``                 ``q = psrt.train.FIFOQueue(capacity)``
-``enqueue_op = q.enqueue(tensors)``                    ``enqueue_op = q.enqueue(fn)``: ``fn()``
-                                                       returns one element (a numpy array, a
-                                                       tuple or dict of them); raising
-                                                       ``OutOfRangeError`` or ``StopIteration``
-                                                       ends the input (``enqueue_many(fn)``: a
-                                                       batch, split along axis 0)
-``qr = tf.train.QueueRunner(q, [enqueue_op] * 4)``     the same
-``tf.train.add_queue_runner(qr)``                      the same (``GraphKeys.QUEUE_RUNNERS``)
-``threads = tf.train.start_queue_runners(sess,         the same; ``MonitoredTrainingSession``
-coord)``                                               starts them itself, as TF's
-``x = q.dequeue()`` / ``dequeue_many(n)``              the same: a fetch ``sess.run(x)`` gives
-                                                       the next element (blocking); it can be
-                                                       fed (``feed_dict={x: value}``), as TF
-``q.close()``, ``q.size()``                            the same (ops you run)
-=====================================================  ==========================================
-
-Elements stay in the process that enqueued them (TF's queues live on a device; psrt's
-input queues are local to the worker, which is where TF1 PS scripts place them).
+psrt's older Python-filled queue (``psrt.train.FIFOQueue(capacity)`` without ``dtypes``) is
+run the same way: its ops are callables (``q.enqueue(fn)``: ``fn()`` returns one element;
+raising ``OutOfRangeError`` or ``StopIteration`` ends the input), called by the threads.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from psrt.framework import errors
 from psrt.framework import ops as _ops
+from psrt.ops.data_flow_ops import FIFOQueue, QueueBase
 from psrt.training.coordinator import Coordinator
 
 __all__ = ["FIFOQueue", "QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 _logger = logging.getLogger("psrt")
-
-
-class _QueueOp:
-    """An op on a queue: runs when fetched by ``Session.run`` (a computed fetch), when
-    called, or by a QueueRunner; named so that it can be fed."""
-
-    def __init__(self, queue: "FIFOQueue", name: str, run: Callable[[], Any]) -> None:
-        self.queue = queue
-        self.name = _ops.get_default_graph().unique_name(f"{queue.name}_{name}")
-        self._run = run
-
-    def __call__(self) -> Any:
-        return self._run()
-
-    def _psrt_fetch_inputs(self, feeds: dict[str, Any], fetched: Sequence[Any]) -> Any:
-        return []
-
-    def _psrt_compute(self, values: Any, feeds: dict[str, Any]) -> Any:
-        if self.name in feeds:
-            return feeds[self.name]
-        return self._run()
-
-    def __repr__(self) -> str:
-        return f"<psrt queue op '{self.name}'>"
-
-
-class FIFOQueue:
-    """A bounded first-in first-out queue of elements, as ``tf.FIFOQueue``.
-
-    Args:
-        capacity: Most elements held; an enqueue blocks while the queue is full.
-        dtypes, shapes, names, shared_name: Accepted for TF's signature; elements are
-            whatever the producers return (``names`` is kept as ``.names``).
-        name: Name (made unique in the graph), default ``"fifo_queue"``.
-
-    Raises:
-        ValueError: ``capacity`` is not a positive int.
-    """
-
-    def __init__(self, capacity: int, dtypes: Any = None, shapes: Any = None,
-                 names: Any = None, shared_name: str | None = None,
-                 name: str = "fifo_queue") -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity must be a positive int; got {capacity!r}")
-        self._capacity = capacity
-        self._items: collections.deque[Any] = collections.deque()
-        # Guards _items and _closed/_cancelled; notified on every change.
-        self._cond = threading.Condition()
-        self._closed = False
-        self._cancelled = False
-        self.names = names
-        self.name = _ops.get_default_graph().unique_name(name)
-
-    @property
-    def capacity(self) -> int:
-        """The most elements the queue holds."""
-        return self._capacity
-
-    def _put(self, items: list[Any]) -> None:
-        with self._cond:
-            # As TF: an enqueue on a closed queue fails; one already waiting for room
-            # completes unless the close cancels pending enqueues.
-            if self._closed:
-                raise errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
-            for item in items:
-                while len(self._items) >= self._capacity and not self._cancelled:
-                    self._cond.wait()
-                if self._cancelled:
-                    raise errors.CancelledError(
-                        None, None, f"FIFOQueue '{self.name}' is closed; pending enqueue "
-                        f"cancelled.")
-                self._items.append(item)
-                self._cond.notify_all()
-
-    def _get(self, n: int | None) -> Any:
-        want = 1 if n is None else n
-        with self._cond:
-            while len(self._items) < want and not self._closed:
-                self._cond.wait()
-            if len(self._items) < want:
-                raise errors.OutOfRangeError(
-                    None, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
-                    f"elements (requested {want}, current size {len(self._items)})")
-            out = [self._items.popleft() for _ in range(want)]
-            self._cond.notify_all()
-        return out[0] if n is None else _stack(out)
-
-    def enqueue(self, fn: Callable[[], Any] | Any, name: str | None = None) -> _QueueOp:
-        """An op adding one element each time it runs: ``fn()``'s value (or ``fn`` itself
-        when it is not callable). ``fn`` raising OutOfRangeError or StopIteration ends the
-        input: the op raises OutOfRangeError, which stops its QueueRunner thread cleanly.
-
-        Running it raises CancelledError once the queue is closed, as TF."""
-        return _QueueOp(self, name or "enqueue", lambda: self._put([_produce(fn)]))
-
-    def enqueue_many(self, fn: Callable[[], Any] | Any, name: str | None = None) -> _QueueOp:
-        """As :meth:`enqueue`, for a batch: every element along axis 0 of ``fn()``'s value
-        (an array, or a tuple/dict of arrays of the same length) is enqueued."""
-        return _QueueOp(self, name or "enqueue_many", lambda: self._put(_unstack(_produce(fn))))
-
-    def dequeue(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is the next element, waiting for one; once the queue is closed
-        and empty it raises OutOfRangeError, as TF."""
-        return _QueueOp(self, name or "dequeue", lambda: self._get(None))
-
-    def dequeue_many(self, n: int, name: str | None = None) -> _QueueOp:
-        """An op whose value is the next ``n`` elements stacked along a new axis 0."""
-        return _QueueOp(self, name or "dequeue_many", lambda: self._get(int(n)))
-
-    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> _QueueOp:
-        """An op closing the queue, as TF: enqueues fail from then on; dequeues drain
-        what is left, then raise OutOfRangeError. With ``cancel_pending_enqueues``,
-        blocked enqueues fail at once (CancelledError)."""
-        def run() -> None:
-            with self._cond:
-                self._closed = True
-                self._cancelled = self._cancelled or cancel_pending_enqueues
-                self._cond.notify_all()
-        return _QueueOp(self, name or "close", run)
-
-    def size(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is the number of elements held (int)."""
-        def run() -> int:
-            with self._cond:
-                return len(self._items)
-        return _QueueOp(self, name or "size", run)
-
-    def is_closed(self, name: str | None = None) -> _QueueOp:
-        """An op whose value is True once the queue is closed."""
-        return _QueueOp(self, name or "is_closed", lambda: self._closed)
-
-
-def _produce(fn: Any) -> Any:
-    if not callable(fn):
-        return fn
-    try:
-        return fn()
-    except StopIteration as e:
-        raise errors.OutOfRangeError(None, None, "input producer exhausted") from e
-
-
-def _unstack(batch: Any) -> list[Any]:
-    if isinstance(batch, dict):
-        keys = list(batch)
-        cols = [np.asarray(batch[k]) for k in keys]
-        return [dict(zip(keys, row)) for row in zip(*cols)]
-    if isinstance(batch, tuple):
-        return [tuple(row) for row in zip(*(np.asarray(c) for c in batch))]
-    return list(np.asarray(batch))
-
-
-def _stack(items: list[Any]) -> Any:
-    first = items[0]
-    if isinstance(first, dict):
-        return {k: np.stack([np.asarray(it[k]) for it in items]) for k in first}
-    if isinstance(first, tuple):
-        return tuple(np.stack([np.asarray(it[i]) for it in items]) for i in range(len(first)))
-    return np.stack([np.asarray(it) for it in items])
 
 
 class QueueRunner:
@@ -222,7 +47,7 @@ class QueueRunner:
         queue_closed_exception_types: Exceptions that end a thread quietly.
     """
 
-    def __init__(self, queue: FIFOQueue | None = None, enqueue_ops: Sequence[Any] | None = None,
+    def __init__(self, queue: QueueBase | None = None, enqueue_ops: Sequence[Any] | None = None,
                  close_op: Any = None, cancel_op: Any = None,
                  queue_closed_exception_types: Sequence[type] | None = None,
                  queue_runner_def: Any = None, import_scope: Any = None) -> None:
@@ -262,14 +87,14 @@ class QueueRunner:
                 if coord is not None and coord.should_stop():
                     break
                 try:
-                    enqueue_op()
+                    _run_op(sess, enqueue_op)
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[id(sess)] -= 1
                         decremented = True
                         if self._runs_per_session[id(sess)] == 0:
                             try:
-                                self._close_op()
+                                _run_op(sess, self._close_op)
                             except Exception as e:  # noqa: BLE001 - as TF: ignored
                                 _logger.debug("Ignored exception: %s", e)
                     return
@@ -289,9 +114,16 @@ class QueueRunner:
     def _close_on_stop(self, sess: Any, coord: Coordinator) -> None:
         coord.wait_for_stop()
         try:
-            self._cancel_op()
+            _run_op(sess, self._cancel_op)
         except Exception as e:  # noqa: BLE001 - as TF: logged
             _logger.debug("Ignored exception: %s", e)
+            # Beyond TF: a session closed before the stop cannot run the cancel op, but a
+            # queue's close needs no session (it reads nothing), so the blocked enqueue
+            # threads still end instead of waiting out the join's grace period.
+            node = getattr(getattr(self._cancel_op, "value", None), "op", None)
+            if isinstance(self._cancel_op, _ops.Operation) and \
+                    self._cancel_op.type == "local" and node is not None and not node.inputs:
+                node.func()
 
     def create_threads(self, sess: Any, coord: Coordinator | None = None,
                        daemon: bool = False, start: bool = False) -> list[threading.Thread]:
@@ -301,6 +133,14 @@ class QueueRunner:
         with self._lock:
             if self._runs_per_session.get(id(sess), 0) > 0:
                 return []
+            if any(k != id(sess) for k in self._runs_per_session) and \
+                    isinstance(self._queue, QueueBase) and not self._queue._legacy and \
+                    not any(self._runs_per_session.values()):
+                # Beyond TF: threads for a new session (a MonitoredSession re-created after
+                # a ps preemption) find the queue closed by the old session's stop; it
+                # opens again, keeping its elements (an input whose epochs ended closes it
+                # again at once).
+                self._queue._reopen()
             self._runs_per_session[id(sess)] = len(self._enqueue_ops)
             self._exceptions_raised = []
         threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
@@ -318,6 +158,16 @@ class QueueRunner:
         return threads
 
 
+def _run_op(sess: Any, op: Any) -> Any:
+    """Runs one op of a queue runner: a graph op with ``sess.run`` (as TF's threads do),
+    an op of a Python-filled queue (a callable) by calling it."""
+    if isinstance(op, _ops.Operation) or not callable(op):
+        if sess is None:
+            raise ValueError(f"QueueRunner needs a session to run graph op {op!r}")
+        return sess.run(op)
+    return op()
+
+
 def add_queue_runner(qr: QueueRunner,
                      collection: str = _ops.GraphKeys.QUEUE_RUNNERS) -> None:
     """Adds ``qr`` to the graph collection ``collection`` (default ``QUEUE_RUNNERS``)."""
@@ -330,10 +180,19 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None,
                         ) -> list[threading.Thread]:
     """Starts the threads of every QueueRunner in ``collection``, as TF; returns them.
 
-    ``sess`` identifies the session the threads serve (a QueueRunner runs one set of
-    threads per session); psrt's queue ops run in the process, so any object, or None,
-    will do."""
+    ``sess`` is the session the threads run the enqueue ops with (a QueueRunner runs one
+    set of threads per session). Only runners of Python-filled queues run without one.
+
+    Raises:
+        ValueError: ``sess`` is None and a runner has graph enqueue ops (TF's error when
+            no default session is registered; psrt has no default session)."""
+    runners = _ops.get_default_graph().get_collection(collection)
+    if sess is None and any(isinstance(op, _ops.Operation)
+                            for qr in runners for op in getattr(qr, "enqueue_ops", ())):
+        raise ValueError("Cannot start queue runners: No default session is registered "
+                         "(psrt has none). Pass the session: "
+                         "tf.train.start_queue_runners(sess=sess)")
     threads: list[threading.Thread] = []
-    for qr in _ops.get_default_graph().get_collection(collection):
+    for qr in runners:
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads

@@ -19,7 +19,9 @@ from psrt.ops import variables as _variables
 from psrt.runtime import threads as _threads
 from psrt.runtime.session import Session
 from psrt.training import basic_session_run_hooks as _hooks
+from psrt.ops import local_variables as _local_variables
 from psrt.training import training_util
+from psrt.training.coordinator import Coordinator
 from psrt.training.monitored_session import (
     _PREEMPTION_ERRORS,
     _first_of_collection,
@@ -101,9 +103,10 @@ class Supervisor:
         self._init_feed_dict = init_feed_dict
         self._init_fn = init_fn
         if local_init_op is Supervisor.USE_DEFAULT:
-            # TF's default: initialize the local variables (metrics' accumulators).
-            local_init_op = _variables.local_variables_initializer() if \
-                _variables.local_variables() else None
+            # As TF's default (local_variables_initializer): the input pipelines' epoch
+            # counters and file lists; None when the graph has no local variables.
+            local_init_op = _local_variables.local_variables_initializer() \
+                if _local_variables.local_variables() else None
         self._local_init_op = local_init_op
         self._ready_for_local_init_op = (
             _variables.report_uninitialized_variables(_variables.global_variables())
@@ -143,6 +146,9 @@ class Supervisor:
             ready_op=self._ready_op, local_init_op=self._local_init_op,
             ready_for_local_init_op=self._ready_for_local_init_op)
         self._coord_stop = threading.Event()
+        # The queue runners' coordinator (their threads, the error one reports).
+        self._qr_coord = Coordinator()
+        self._stop_grace_secs = stop_grace_secs
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._thread_error: BaseException | None = None
@@ -178,6 +184,7 @@ class Supervisor:
         stopped before is usable again: its stop request is cleared and its summary writer
         reopened (a new event file), as TF."""
         self._coord_stop.clear()
+        self._qr_coord = Coordinator()
         self._stopped = False
         self._thread_error = None
         self._sess_master = master
@@ -196,6 +203,8 @@ class Supervisor:
             sess = self._session_manager.wait_for_session(master, config=config,
                                                           max_wait_secs=max_wait_secs)
             self._sess = sess
+        if start_standard_services:
+            self.start_queue_runners(sess)   # chief and others, as TF
         return sess
 
     def start_standard_services(self, sess: Session) -> list[threading.Thread]:
@@ -296,16 +305,30 @@ class Supervisor:
         self._saver.save(sess, self._save_path, global_step=step)
 
     def start_queue_runners(self, sess: Session, queue_runners: Any = None) -> list[Any]:
-        """Accepted for TF compatibility: psrt has no queues, so nothing starts; returns []."""
-        return []
+        """Starts the threads of ``queue_runners`` (default: the graph's
+        ``QUEUE_RUNNERS``) on the supervisor's coordinator, as TF; returns them.
+        ``prepare_or_wait_for_session`` (and ``managed_session``) call it with
+        ``start_standard_services``. An error of a thread makes ``should_stop()`` True and
+        is re-raised by :meth:`stop`."""
+        if queue_runners is None:
+            queue_runners = _ops.get_default_graph().get_collection(
+                _ops.GraphKeys.QUEUE_RUNNERS)
+        threads: list[Any] = []
+        for qr in queue_runners:
+            threads.extend(qr.create_threads(sess, coord=self._qr_coord, daemon=True,
+                                             start=True))
+        return threads
 
     def should_stop(self) -> bool:
-        """True once ``request_stop`` or ``stop`` was called."""
-        return self._coord_stop.is_set()
+        """True once ``request_stop`` or ``stop`` was called, or a queue runner thread
+        stopped (its input ended or failed)."""
+        return self._coord_stop.is_set() or self._qr_coord.should_stop()
 
     def request_stop(self, ex: BaseException | None = None) -> None:
-        """Asks the training loop and the service threads to stop (``ex`` is ignored)."""
+        """Asks the training loop, the service and queue runner threads to stop; ``ex``
+        (not OutOfRangeError) is re-raised by :meth:`stop`, as TF's coordinator."""
         self._coord_stop.set()
+        self._qr_coord.request_stop(ex)
 
     def stop(self, threads: Any = None, close_summary_writer: bool = True,
              ignore_live_threads: bool = False) -> None:
@@ -338,6 +361,13 @@ class Supervisor:
         for t in self._threads:
             t.join()
         self._threads = []
+        try:
+            self._qr_coord.request_stop()
+            self._qr_coord.join(stop_grace_period_secs=self._stop_grace_secs,
+                                ignore_live_threads=True)
+        except Exception as e:  # noqa: BLE001 - re-raised below, as TF's coord.join
+            if self._thread_error is None:
+                self._thread_error = e
         if final_save and self._is_chief and self._sess is not None and \
                 not self._sess._closed:
             try:
