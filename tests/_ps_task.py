@@ -12,6 +12,7 @@ Imported, :class:`PsProcess` starts one and reaps it by PID.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import signal
@@ -42,6 +43,7 @@ class PsProcess:
         hello_timeout, idle_timeout, max_connections, chunk_bytes, max_inflight_bytes,
             stall_timeout: The server's limits (None: the core's defaults).
         auth_summary: Seconds between the summaries of refused authentications (None: 10).
+        cluster: A cluster dict whose job digests HELLO compares (set_cluster_jobs), or None.
     """
 
     def __init__(self, port: int = 0, task: int = 0, max_payload: int | None = None,
@@ -51,7 +53,7 @@ class PsProcess:
                  max_connections: int | None = None, chunk_bytes: int | None = None,
                  max_inflight_bytes: int | None = None,
                  stall_timeout: float | None = None,
-                 auth_summary: float | None = None) -> None:
+                 auth_summary: float | None = None, cluster: dict | None = None) -> None:
         cmd = [sys.executable, __file__, "--port", str(port), "--task", str(task)]
         if max_payload is not None:
             cmd += ["--max-payload", str(max_payload)]
@@ -67,6 +69,8 @@ class PsProcess:
                             ("--auth-summary", auth_summary)):
             if value is not None:
                 cmd += [flag, str(value)]
+        if cluster is not None:
+            cmd += ["--cluster-json", json.dumps(cluster)]
         env = dict(os.environ)
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
         env.pop("PSRT_TEST_SECRET", None)
@@ -149,6 +153,7 @@ def main() -> None:
     parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20)
     parser.add_argument("--stall-timeout", type=float, default=60.0)
     parser.add_argument("--auth-summary", type=float, default=10.0)
+    parser.add_argument("--cluster-json", default=None)
     args = parser.parse_args()
 
     from psrt import _core
@@ -159,6 +164,11 @@ def main() -> None:
                           args.hello_timeout, args.idle_timeout, args.max_connections,
                           args.chunk_bytes, args.max_inflight_bytes, args.stall_timeout,
                           auth_summary_s=args.auth_summary)
+    if args.cluster_json is not None:
+        from psrt.distribute.cluster_spec import ClusterSpec
+        from psrt.runtime import targets
+
+        server.set_cluster_jobs(targets.cluster_jobs(ClusterSpec(json.loads(args.cluster_json))))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
