@@ -1638,6 +1638,8 @@ class Fuzzer:
                 f |= RETURN_VALUE
             if rng.random() < (0.85 if var.replicas else 0.05):
                 f |= TAGGED
+            if rng.random() < 0.15:
+                f |= INITIALIZED  # ATOMIC on a PUSH (version 6)
         elif op == ASSIGN:
             if rng.random() < 0.15:
                 f |= INIT

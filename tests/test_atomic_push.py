@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -136,3 +137,46 @@ def test_sync_partial_gradient_never_counts_towards_the_step(ps, fresh_graph):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.parametrize("atomic", [False, True], ids=["streamed", "atomic"])
+def test_raw_push_cut_off_after_two_chunks(atomic):
+    """The frame level (docs/protocol.md, "Streamed frames"): a PUSH of 8 chunks of 4 KiB whose
+    sender closes after 2 and a half: streamed, the first two chunks are applied, each whole;
+    with ATOMIC (flag bit 3) nothing is."""
+    import _frames as fr  # noqa: PLC0415
+    from psrt import _core  # noqa: PLC0415
+
+    ps = PsProcess(chunk_bytes=4096)
+    client = _core.Client("worker", 0)
+    try:
+        client.connect(0, ps.address, 10.0)
+        n = 8 * 1024  # float32: 8 chunks
+        [(h, _)] = client.register([(0, "v", "float32", [n], "GradientDescent",
+                                     {"learning_rate": 1.0}, np.zeros(n, np.float32))])
+        var_id = client.var_info(h)[1]
+        grad = np.ones(n, np.float32).tobytes()
+        with fr.connect(ps.address) as sock:
+            sock.sendall(fr.header(fr.PUSH, len(grad), var_id=var_id, dtype=fr.FLOAT32,
+                                   flags=fr.F_ATOMIC if atomic else 0)
+                         + grad[:2 * 4096 + 2048])
+        value = np.empty(n, np.float32)
+        for _ in range(100):  # the ps task sees the end of stream, then has applied it all
+            client.pull([h], [value])
+            if atomic or value[2047] == -1.0:
+                break
+            time.sleep(0.05)
+        want = np.zeros(n, np.float32)
+        if not atomic:
+            want[:2048] = -1.0  # two chunks of 1024 elements
+        time.sleep(0.2)
+        client.pull([h], [value])
+        np.testing.assert_array_equal(value, want)
+        # The connection is usable for a whole atomic push afterwards.
+        client.atomic_pushes = True
+        client.push([h], [np.ones(n, np.float32)])
+        client.pull([h], [value])
+        np.testing.assert_array_equal(value, want - 1.0)
+    finally:
+        client.close()
+        ps.stop()
