@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -99,21 +100,29 @@ def test_a_wrong_secret_flood_is_throttled_and_summarized(ps):
 
 
 def test_an_authenticated_worker_keeps_its_rate_during_a_flood(ps):
+    """Windows with the flooder running and stopped (SIGSTOP) alternate, so the machine's
+    load drifting (it is shared) hits both alike; the medians are compared."""
     client, handle = _worker(ps.address)
     try:
         _round_trips_per_s(client, handle, 50)  # warm up
-        quiet = _round_trips_per_s(client, handle)
-        flood = _flood(ps.address, 30.0)
+        flood = _flood(ps.address, 60.0)
+        quiet, flooded = [], []
         try:
             read_line(flood, "FLOODING")
             time.sleep(0.5)  # past the burst: the flood is refused at accept now
-            flooded = _round_trips_per_s(client, handle)
+            for _ in range(5):
+                flood.send_signal(signal.SIGSTOP)
+                quiet.append(_round_trips_per_s(client, handle, 200))
+                flood.send_signal(signal.SIGCONT)
+                time.sleep(0.05)
+                flooded.append(_round_trips_per_s(client, handle, 200))
             assert flood.poll() is None  # still flooding while we measured
         finally:
+            flood.send_signal(signal.SIGCONT)
             reap(flood)
         # Generous: the flooder takes CPU on this (shared) machine; what must not happen is
         # the worker starved behind proof checks and threads spent on the flood.
-        assert flooded >= 0.3 * quiet, (quiet, flooded)
+        assert np.median(flooded) >= 0.3 * np.median(quiet), (quiet, flooded)
     finally:
         client.close()
 
