@@ -62,6 +62,12 @@ class Session:
         UnavailableError: a ps task did not accept a connection within
             ``config.connect_timeout_secs``, naming ``/job:ps/task:K`` and its address.
         InvalidArgumentError: a variable's device names a task the cluster does not have.
+        FailedPreconditionError: the task at a variable's address is not the one this
+            session's cluster places there, or the two were given different clusters (a
+            swapped ``--ps_hosts`` order, one ps task more): the message names both tasks
+            and both clusters (docs/protocol.md, "Cluster digests").
+        ResourceExhaustedError: (from ``run``) with ``atomic_pushes``, a dense gradient
+            larger than the ps task's ``max_inflight_bytes``.
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None,
