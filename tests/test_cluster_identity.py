@@ -113,3 +113,23 @@ def test_job_digests_follow_the_documented_canonical_text():
     spec = psrt.train.ClusterSpec({"ps": ["h:1", "h:2"], "worker": ["h:3", "h:0"],
                                    "chief": {1: "h:4"}})
     assert targets.cluster_jobs(spec) == [("ps", want, "h:1, h:2")]
+
+
+def test_a_ps_task_with_a_secret_names_no_address_before_authentication():
+    """The check runs at HELLO, before AUTH: a ps task with the job's secret refuses a peer
+    meant for another task without showing it the cluster's addresses."""
+    from _ps_task import PsProcess  # noqa: PLC0415
+
+    secret = b"correct horse battery staple"
+    ps = PsProcess(task=1, secret=secret, cluster={"ps": ["127.0.0.1:1", "127.0.0.1:2"]})
+    client = _core.Client("worker", 0, secret)
+    try:
+        with pytest.raises(errors.FailedPreconditionError) as e:
+            client.connect(0, ps.address, 10.0, "ps", 0)
+        assert "meant to reach /job:ps/task:0, but this is /job:ps/task:1" in e.value.message
+        assert "127.0.0.1:1" not in e.value.message and "its cluster" not in e.value.message
+        client.connect(0, ps.address, 10.0, "ps", 1)  # the right task: authenticated, served
+        assert client.list_variables(0) == []
+    finally:
+        client.close()
+        ps.stop()
