@@ -344,3 +344,97 @@ def test_concurrent_pushes(benchmark, capsys, figures, ps):
                    f"aggregate {conc_gbps:.2f} GB/s, {N_CONNS * PUSHES / np.median(conc):.0f} "
                    f"pushes/s ({fmt_times(conc)}), no error; one connection, same bytes: "
                    f"{one_gbps:.2f} GB/s ({fmt_times(one_conn)}) -> {conc_gbps / one_gbps:.2f}x")
+
+
+# ---- wire version 6: the costs of PUSH ATOMIC and of HELLO's cluster check ------------------
+
+ATOMIC_SIZES = [("4MB", 4 << 20, 20), ("64MB", 64 << 20, 8)]
+
+
+@pytest.mark.parametrize("label,nbytes,rounds", ATOMIC_SIZES, ids=[s[0] for s in ATOMIC_SIZES])
+def test_atomic_push_cost(benchmark, capsys, figures, client, ps, label, nbytes, rounds):
+    """ConfigProto(atomic_pushes=True): the gradient is held in the budget until its last
+    chunk is in, then applied, so the apply no longer overlaps the transfer. Same variable,
+    same bytes, a streamed push (the default) in the untimed setup of every atomic round."""
+    benchmark.group = f"atomic push {label}"
+    n = nbytes // 4
+    name = f"bench_atomic_{label}"
+    [(h, _)] = client.register([(0, name, "float32", [n], "Adagrad",
+                                 {"learning_rate": LR, "slot_init": 0.1},
+                                 {"kind": "constant", "a": 1.0})])
+    atomic = _core.Client("worker", 1)
+    atomic.connect(0, ps.address, 10.0)
+    atomic.atomic_pushes = True
+    try:
+        [(ha, _)] = atomic.register([(0, name, "float32", [n], "Adagrad",
+                                      {"learning_rate": LR, "slot_init": 0.1}, None)])
+        grad = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+        # One checked atomic update: Adagrad exactly as TF1.
+        atomic.push([ha], [grad])
+        got = np.empty(n, np.float32)
+        atomic.pull([ha], [got])
+        want = np.float32(1.0) - np.float32(LR) * grad / np.sqrt(np.float32(0.1) + grad * grad)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        streamed_s: list[float] = []
+
+        def streamed_push() -> None:
+            t0 = time.perf_counter()
+            client.push([h], [grad])
+            streamed_s.append(time.perf_counter() - t0)
+
+        streamed_push()
+        streamed_s.clear()
+        benchmark.pedantic(atomic.push, args=([ha], [grad]), setup=streamed_push,
+                           rounds=rounds, warmup_rounds=1, iterations=1)
+    finally:
+        atomic.close()
+    atomic_s = stats_of(benchmark)
+    ratio = float(np.median(atomic_s)) / float(np.median(streamed_s))
+    figures.add(f"atomic push {label}: atomic / streamed time", ratio, "x")
+    report(capsys, f"push+apply {label} (Adagrad): atomic {fmt_times(atomic_s)}; streamed "
+                   f"{fmt_times(streamed_s)} -> atomic takes {ratio:.3f}x the streamed time")
+
+
+CONNECTS = 60
+
+
+def test_hello_cluster_check_cost(benchmark, capsys, figures):
+    """HELLO with an expected task and 3 job digests that the ps task compares with its own
+    (a cluster of 2 ps, 8 workers and a chief) vs a HELLO that names neither, connect to
+    close, same run, interleaved."""
+    cluster = {"ps": ["127.0.0.1:1", "127.0.0.1:2"],
+               "worker": [f"127.0.0.1:{10 + i}" for i in range(8)], "chief": ["127.0.0.1:9"]}
+    from psrt.distribute.cluster_spec import ClusterSpec  # noqa: PLC0415
+    from psrt.runtime import targets  # noqa: PLC0415
+
+    jobs = targets.cluster_jobs(ClusterSpec(cluster))
+    proc = PsProcess(cpu=PEER_CPU, cluster=cluster)
+    plain_s: list[float] = []
+
+    def plain() -> None:
+        t0 = time.perf_counter()
+        c = _core.Client("worker", 0)
+        c.connect(0, proc.address, 10.0)
+        c.close()
+        plain_s.append(time.perf_counter() - t0)
+
+    def checked() -> None:
+        c = _core.Client("worker", 0)
+        c.set_cluster([(j, d) for j, d, _ in jobs], targets.describe_cluster(jobs))
+        c.connect(0, proc.address, 10.0, "ps", 0)
+        c.close()
+
+    try:
+        benchmark.group = "connect"
+        plain()
+        plain_s.clear()
+        benchmark.pedantic(checked, setup=plain, rounds=CONNECTS, warmup_rounds=2,
+                           iterations=1)
+    finally:
+        proc.stop()
+    checked_s = stats_of(benchmark)
+    ratio = float(np.median(checked_s)) / float(np.median(plain_s))
+    figures.add("connect with the cluster check / without", ratio, "x")
+    report(capsys, f"connect + HELLO + close: with the cluster check "
+                   f"{fmt_times(checked_s, 1e6, 'us')}; without {fmt_times(plain_s, 1e6, 'us')}"
+                   f" -> {ratio:.3f}x")

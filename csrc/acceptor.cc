@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -110,6 +112,7 @@ void Acceptor::Refuse(int fd, Code code, const std::string& msg) {
 void Acceptor::Loop() {
   const ServerOptions& options = server_->options;
   int backoff_ms = 0;
+  auto last_summaries = std::chrono::steady_clock::now();
   while (!server_->stopping.load()) {
     struct pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     int rc = poll(fds, 2, 1000);
@@ -127,6 +130,14 @@ void Acceptor::Loop() {
           ++it;
         }
       }
+    }
+    // The failed-authentication summaries that are due (at most every 200 ms: a flood
+    // accepts thousands of connections a second, and each look walks every tracked host).
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_summaries >= std::chrono::milliseconds(200)) {
+      last_summaries = now;
+      for (std::string& line : server_->auth_throttle.TakeSummaries(now))
+        server_->events.Add(line);
     }
     if (rc <= 0 || !(fds[0].revents & POLLIN)) continue;
     struct sockaddr_storage ss;
@@ -160,6 +171,22 @@ void Acceptor::Loop() {
       port = ntohs(a->sin6_port);
     }
     conn->peer = std::string(host) + ":" + std::to_string(port);
+    conn->peer_host = host;
+    double retry_s = 0;
+    if (!options.secret.empty() &&
+        !server_->auth_throttle.Admit(conn->peer_host, std::chrono::steady_clock::now(),
+                                      &retry_s)) {
+      // Too many failed authentications from this address: refused before a thread or a
+      // challenge is spent on it (summarized in the events once per auth_summary_s).
+      char buf[160];
+      snprintf(buf, sizeof buf, "; retry in %.1f s (at most %g per s after a burst of %g)",
+               retry_s, server_->auth_throttle.rate_per_s(), server_->auth_throttle.burst());
+      Refuse(fd, Code::kUnavailable,
+             "/job:" + options.job + "/task:" + std::to_string(options.task) +
+                 " refuses connections from " + conn->peer_host +
+                 " for now: too many failed authentications from it" + buf);
+      continue;
+    }
     Connection* raw = conn.get();
     std::unique_lock<std::mutex> l(mu_);
     if (server_->stopping.load()) {

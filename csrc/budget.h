@@ -26,6 +26,16 @@ class Budget {
   uint8_t* Acquire(size_t n, const std::function<bool()>& abort);
   // Gives back a buffer of n bytes from Acquire (null: nothing) and wakes the waiters.
   void Release(uint8_t* p, size_t n);
+  // Reserves `count` chunk-sized buffers at once (an atomic PUSH holds its whole gradient
+  // before applying it): waits until all of them fit (count x chunk <= capacity, checked by
+  // the caller) or `abort` returns true. Taking them all in one step means two such
+  // reservations never hold part of the budget each while waiting for the rest. False (and
+  // nothing held) when aborted or out of memory.
+  bool AcquireChunks(size_t count, std::vector<uint8_t*>* out,
+                     const std::function<bool()>& abort);
+  // Gives back every buffer of AcquireChunks and clears *bufs.
+  void ReleaseChunks(std::vector<uint8_t*>* bufs);
+  size_t chunk() const { return chunk_; }
   uint64_t capacity() const { return capacity_; }
   // The most bytes held out at once since Init.
   uint64_t peak() const;

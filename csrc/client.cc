@@ -117,8 +117,14 @@ Status Client::ShardStatus(int shard) const {
   return conns_[shard]->error;
 }
 
+void Client::SetCluster(std::vector<JobDigest> jobs, std::string description) {
+  cluster_jobs_ = std::move(jobs);
+  cluster_description_ = std::move(description);
+}
+
 Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
-                         Clock::time_point deadline, int64_t* incarnation) {
+                         Clock::time_point deadline, int64_t* incarnation,
+                         const std::string& expect_job, int expect_task) {
   // HELLO (and AUTH): a peer that accepts but never answers must not block past the deadline
   // (at least 1 s is left for the exchange itself): the socket is still blocking here, so
   // bound it with timeouts.
@@ -167,15 +173,42 @@ Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
     return Status::Ok();
   };
 
+  // Version 6: who this is, which task it means to reach, and its cluster's job digests.
+  HelloRecord hello;
+  hello.job = job_;
+  hello.expect_job = expect_job;
+  hello.expect_task = expect_job.empty() ? kAnyTask : static_cast<uint32_t>(expect_task);
+  hello.jobs = cluster_jobs_;
+  Writer hw;
+  hello.Encode(&hw);
+  const std::vector<uint8_t>& hp = hw.buffer();
   Header h;
   h.op = static_cast<uint8_t>(Op::kHello);
   h.var_id = static_cast<uint32_t>(task_);
   h.count = channel;
-  h.payload_len = job_.size();
+  h.payload_len = hp.size();
   Header r;
   std::string reply;
-  PSRT_RETURN_IF_ERROR(exchange(h, job_.data(), job_.size(), &r, &reply));
+  const std::string mine =
+      cluster_description_.empty() ? "" : "; this worker's cluster: " + cluster_description_;
+  Status hs = exchange(h, hp.data(), hp.size(), &r, &reply);
+  if (hs.code() == Code::kFailedPrecondition && r.magic == kWireMagic &&
+      r.version == kWireVersion)
+    return FailedPrecondition(hs.message() + mine);
+  PSRT_RETURN_IF_ERROR(hs);
   const bool challenged = (r.flags & kFlagAuthRequired) != 0;
+  if (!expect_job.empty()) {
+    // The ps task says which task it is; a worker given another cluster reaches another one.
+    const size_t skip = challenged ? std::min<size_t>(r.count, reply.size()) : 0;
+    const std::string their_job = reply.substr(skip);
+    if (their_job != expect_job || r.var_id != static_cast<uint32_t>(expect_task))
+      return FailedPrecondition(
+          "/job:" + job_ + "/task:" + std::to_string(task_) + " expected /job:" + expect_job +
+          "/task:" + std::to_string(expect_task) + " at " + name + ", but that task is /job:" +
+          their_job + "/task:" + std::to_string(r.var_id) +
+          ": the two tasks were given different clusters (the ps tasks in another order in "
+          "--ps_hosts?); give every task the same cluster" + mine);
+  }
   if (!challenged && !secret_.empty())
     return Status(Code::kUnauthenticated,
                   name + " does not ask for authentication, but this worker has the job's "
@@ -219,7 +252,8 @@ Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
   return SetNonBlocking(fd, true);
 }
 
-Status Client::Connect(int shard, const std::string& address, double timeout_s) {
+Status Client::Connect(int shard, const std::string& address, double timeout_s,
+                       const std::string& expect_job, int expect_task) {
   if (shard < 0) return InvalidArgument("shard index " + std::to_string(shard) + " < 0");
   std::string host;
   int port = 0;
@@ -228,7 +262,9 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
   auto conn = std::make_unique<Conn>();
   conn->shard = shard;
   conn->address = address;
-  conn->name = "/job:ps/task:" + std::to_string(shard) + " at " + address;
+  conn->name = (expect_job.empty() ? "/job:ps/task:" + std::to_string(shard)
+                                    : "/job:" + expect_job + "/task:" + std::to_string(expect_task)) +
+               " at " + address;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout_s));
   double backoff = 0.01;
@@ -244,7 +280,8 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(backoff, left)));
     backoff = std::min(backoff * 2, 0.5);
   }
-  st = Handshake(fd, conn->name, kChannelRequests, deadline, &conn->incarnation);
+  st = Handshake(fd, conn->name, kChannelRequests, deadline, &conn->incarnation, expect_job,
+                 expect_task);
   if (!st.ok()) {
     CloseFd(fd);
     return st;
@@ -253,7 +290,9 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s) 
   int hb_fd = -1;
   if (heartbeat_timeout_s_ > 0) {
     st = psrt::Connect(host, port, &hb_fd);
-    if (st.ok()) st = Handshake(hb_fd, conn->name, kChannelHeartbeat, deadline, nullptr);
+    if (st.ok())
+      st = Handshake(hb_fd, conn->name, kChannelHeartbeat, deadline, nullptr, expect_job,
+                     expect_task);
     if (!st.ok()) {
       CloseFd(fd);
       CloseFd(hb_fd);

@@ -85,7 +85,19 @@ class Client {
   // HELLO (and AUTH). Unavailable naming /job:ps/task:K and the address when the deadline
   // passes; FailedPrecondition with both versions on a wire version mismatch;
   // Unauthenticated when the secrets of the two sides do not match (or one side has none).
-  Status Connect(int shard, const std::string& address, double timeout_s);
+  //
+  // Version 6: with expect_job, the task at `address` must be /job:expect_job/task:
+  // expect_task (its HELLO reply says which task it is, and it checks the HELLO in turn),
+  // and the jobs of SetCluster's cluster that both sides know must agree:
+  // FailedPrecondition naming both tasks and this worker's cluster otherwise.
+  Status Connect(int shard, const std::string& address, double timeout_s,
+                 const std::string& expect_job = "", int expect_task = -1);
+  // The digests of this worker's cluster that every HELLO carries (docs/protocol.md,
+  // "Cluster digests"), and the cluster as messages show it. Before Connect.
+  void SetCluster(std::vector<JobDigest> jobs, std::string description);
+  // Dense PUSHes carry the ATOMIC flag (ConfigProto.atomic_pushes).
+  void set_atomic_pushes(bool on) { atomic_pushes_ = on; }
+  bool atomic_pushes() const { return atomic_pushes_; }
   int num_shards() const { return static_cast<int>(conns_.size()); }
   std::string ShardName(int shard) const;
   int64_t Incarnation(int shard) const;
@@ -133,7 +145,7 @@ class Client {
 
   // HELLO (+ AUTH when challenged) on a fresh blocking fd, which is left non-blocking.
   Status Handshake(int fd, const std::string& name, uint32_t channel, Clock::time_point deadline,
-                   int64_t* incarnation);
+                   int64_t* incarnation, const std::string& expect_job, int expect_task);
   void WatchShard(int shard, int data_fd, int hb_fd, const std::string& name);
   Status HeartbeatVerdict(int shard);
   void HeartbeatLoop();
@@ -142,6 +154,9 @@ class Client {
   std::string job_;
   int task_;
   std::string secret_;
+  std::vector<JobDigest> cluster_jobs_;
+  std::string cluster_description_;
+  bool atomic_pushes_ = false;
   double heartbeat_timeout_s_ = 0;
   double timeout_s_ = -1.0;
   std::vector<std::unique_ptr<Conn>> conns_;

@@ -62,7 +62,8 @@ struct Connection {
 
   ServerImpl* const server;
   const int fd;
-  std::string peer;
+  std::string peer;                 // "host:port"
+  std::string peer_host;            // the host alone (the failed-authentication limit's key)
   std::thread thread;
   std::atomic<bool> finished{false};
   bool hello_done = false;

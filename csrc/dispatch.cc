@@ -33,9 +33,15 @@ struct PayloadBound {
 // bounds its payload, before a byte of it is read. A non-OK status is the frame's answer.
 using Bound = Status (*)(ServerImpl& s, const Header& h, Variable** var, PayloadBound* b);
 
-// HELLO, WORKER_DONE: a job name.
+// WORKER_DONE: a job name.
 Status JobNameBound(ServerImpl& s, const Header& h, Variable** var, PayloadBound* b) {
-  *b = {256, false};
+  *b = {kMaxJobName, false};
+  return Status::Ok();
+}
+
+// HELLO: a HelloRecord (version 6).
+Status HelloBound(ServerImpl& s, const Header& h, Variable** var, PayloadBound* b) {
+  *b = {kMaxHelloPayload, false};
   return Status::Ok();
 }
 
@@ -141,7 +147,7 @@ struct OpEntry {
 
 // Indexed by op code - 1.
 constexpr OpEntry kOps[] = {
-    {Op::kHello, JobNameBound, HandleHello},
+    {Op::kHello, HelloBound, HandleHello},
     {Op::kRegister, RegisterBound, HandleRegister},
     {Op::kPull, VariableBound, HandlePull},
     {Op::kPush, VariableBound, HandlePush},
@@ -269,7 +275,7 @@ bool Dispatch(ServerImpl& s, Connection* conn, const Header& h) {
     if (!conn->ReadFrameBytes(p, static_cast<size_t>(h.payload_len)).ok()) return false;
   }
 
-  if ((op == Op::kHello || op == Op::kWorkerDone) && !IsUtf8(p, h.payload_len))
+  if (op == Op::kWorkerDone && !IsUtf8(p, h.payload_len))
     return conn->Reply(h, InvalidArgument(OpName(h.op) + ": job name is not valid UTF-8"));
 
   // 3. Apply (the budget lease above is given back once the handler returns).

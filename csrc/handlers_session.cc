@@ -1,8 +1,11 @@
 // Session ops: HELLO (and the AUTH challenge), CLUSTER_INFO, PING, WORKER_DONE, LIST.
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "auth.h"
 #include "connection.h"
@@ -22,12 +25,74 @@ void Admit(ServerImpl& s, Connection* conn) {
 
 }  // namespace
 
+namespace {
+
+std::string Hex64(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Version 6: the peer means to reach this task, and the jobs both sides know in full agree.
+// FailedPrecondition naming both tasks otherwise (a ps task with a secret does not show its
+// addresses to a peer that has not authenticated yet).
+Status CheckIdentity(ServerImpl& s, const HelloRecord& hello, uint32_t peer_task) {
+  const std::string me = "/job:" + s.options.job + "/task:" + std::to_string(s.options.task);
+  const std::string peer = "/job:" + hello.job + "/task:" + std::to_string(peer_task);
+  std::vector<ClusterJob> mine;
+  {
+    std::lock_guard<std::mutex> l(s.cluster_mu);
+    mine = s.options.cluster_jobs;
+  }
+  const bool show = s.options.secret.empty();
+  std::string cluster;
+  for (const ClusterJob& j : mine) {
+    if (!cluster.empty()) cluster += "; ";
+    cluster += j.job + ": " + j.tasks;
+  }
+  if (cluster.size() > 2000) cluster = cluster.substr(0, 2000) + "...";
+  const std::string spec = show && !cluster.empty() ? " (its cluster: " + cluster + ")" : "";
+  if (!hello.expect_job.empty() &&
+      (hello.expect_job != s.options.job ||
+       hello.expect_task != static_cast<uint32_t>(s.options.task))) {
+    return FailedPrecondition(
+        peer + " meant to reach /job:" + hello.expect_job + "/task:" +
+        (hello.expect_task == kAnyTask ? std::string("?") : std::to_string(hello.expect_task)) +
+        ", but this is " + me + spec +
+        ": the two tasks were given different clusters (the ps tasks in another order in "
+        "--ps_hosts?); give every task the same cluster");
+  }
+  for (const JobDigest& theirs : hello.jobs) {
+    for (const ClusterJob& j : mine) {
+      if (j.job != theirs.job || j.digest == theirs.digest) continue;
+      return FailedPrecondition(
+          peer + " and " + me + " were given different clusters: job '" + j.job + "' is " +
+          (show ? "[" + j.tasks + "] " : std::string()) + "(digest " + Hex64(j.digest) +
+          ") on " + me + " and another list (digest " + Hex64(theirs.digest) + ") on " + peer +
+          "; give every task the same cluster");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 bool HandleHello(ServerImpl& s, Connection* conn, const Request& r) {
   const Header& h = r.h;
   if (h.count > kChannelHeartbeat)
     return conn->Reply(h, InvalidArgument("HELLO: unknown channel " + std::to_string(h.count) +
                                           "; valid: 0 (requests), 1 (heartbeat)"));
-  conn->job.assign(reinterpret_cast<const char*>(r.p), h.payload_len);
+  HelloRecord hello;
+  Reader rd(r.p, h.payload_len);
+  Status st = hello.Decode(&rd);
+  if (!st.ok()) return conn->Reply(h, st);
+  st = CheckIdentity(s, hello, h.var_id);
+  if (!st.ok()) {
+    s.events.Add("refused HELLO from " + conn->peer + ": " + st.message());
+    conn->Reply(h, st);
+    return false;
+  }
+  conn->job = hello.job;
   conn->task = static_cast<int>(h.var_id);
   conn->channel = h.count;
   conn->hello_done = true;
@@ -63,8 +128,11 @@ bool HandleAuth(ServerImpl& s, Connection* conn, const Request& r) {
   Digest got;
   std::memcpy(got.data(), r.p + kNonceSize, got.size());
   if (!DigestEqual(want, got)) {
-    s.events.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
-                 conn->job + "/task:" + std::to_string(conn->task) + ")");
+    // The first failures of an address are reported one by one, the rest summed up by the
+    // throttle (auth_throttle.h), which also refuses the address at accept past its limit.
+    if (s.auth_throttle.Failed(conn->peer_host, std::chrono::steady_clock::now()))
+      s.events.Add("authentication failed for peer " + conn->peer + " (claiming /job:" +
+                   conn->job + "/task:" + std::to_string(conn->task) + ")");
     conn->Reply(h, Status(Code::kUnauthenticated,
                           "authentication failed: the proof does not match this job's "
                           "secret (PSRT_AUTH_SECRET)"));

@@ -3,6 +3,7 @@
 // budget and applied chunk by chunk as it arrives: no frame size limit caps a variable.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "connection.h"
 #include "handlers.h"
@@ -16,16 +17,75 @@ namespace {
 constexpr size_t kMaxSpecBytes = 2 + kMaxNameLength + 2 + 8 * kMaxRank + 3 + 64;
 }  // namespace
 
+namespace {
+
+Status NotSync(const Variable* var) {
+  if (!var->is_sync()) return Status::Ok();
+  return FailedPrecondition("variable '" + var->spec.name +
+                            "' is trained synchronously (replicas_to_aggregate " +
+                            std::to_string(var->spec.replicas_to_aggregate) +
+                            "): push step-tagged gradients (SyncReplicasOptimizer)");
+}
+
+// An ATOMIC push (version 6): every chunk is held in the in-flight budget until the last one
+// is in, then the gradient is applied; a push that breaks off changes nothing (not even
+// Adam's beta powers).
+bool AtomicPush(ServerImpl& s, Connection* conn, const Header& h, Variable* var) {
+  const size_t chunk = s.budget.chunk();
+  const size_t elem = DTypeSize(var->spec.dtype);
+  const size_t count = static_cast<size_t>((h.payload_len + chunk - 1) / chunk);
+  if (uint64_t{count} * chunk > s.budget.capacity()) {
+    // It can never fit: answer, then close instead of reading it all.
+    conn->Reply(h, Status(Code::kResourceExhausted,
+                          "atomic PUSH of '" + var->spec.name + "': " +
+                              std::to_string(h.payload_len) + " bytes (" +
+                              std::to_string(count) + " chunks of " + std::to_string(chunk) +
+                              ") exceed the in-flight budget of " +
+                              std::to_string(s.budget.capacity()) +
+                              " bytes (max_inflight_bytes); raise it or push non-atomically"));
+    return false;
+  }
+  std::vector<uint8_t*> bufs;
+  if (!s.budget.AcquireChunks(count, &bufs, [&s] { return s.stopping.load(); })) return false;
+  struct Lease {
+    Budget* budget;
+    std::vector<uint8_t*>* bufs;
+    ~Lease() { budget->ReleaseChunks(bufs); }
+  } lease{&s.budget, &bufs};
+  for (size_t i = 0; i < count; ++i) {
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(chunk, h.payload_len - uint64_t{i} * chunk));
+    Status st = ReadFullWithin(conn->fd, bufs[i], len, conn->peer, s.options.stall_timeout_s);
+    if (!st.ok()) {
+      if (st.code() == Code::kDeadlineExceeded) s.events.Add("dropped " + st.message());
+      return false;
+    }
+  }
+  // Every byte is in: checked and applied now (the checks ran before the read for a
+  // streamed push; here a refused gradient costs its transfer, and changes nothing).
+  KernelArgs& args = conn->stream_args;
+  Status st = NotSync(var);
+  if (st.ok()) st = s.store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
+  if (!st.ok()) return conn->Reply(h, st, 0, 0, var->id);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(chunk, h.payload_len - uint64_t{i} * chunk));
+    s.store.ApplyDenseRange(var, args, bufs[i], i * (chunk / elem), len / elem);
+  }
+  if (h.flags & kFlagReturnValue)
+    return conn->Reply(h, st, 0, kFlagReturnValue, var->id, var->value.data(), var->nbytes);
+  return conn->Reply(h, st, 0, 0, var->id);
+}
+
+}  // namespace
+
 bool StreamPush(ServerImpl& s, Connection* conn, const Header& h, Variable* var) {
+  if (h.flags & kFlagAtomic) return AtomicPush(s, conn, h, var);
   // Checked before a byte is read, as for a whole frame; then every chunk is applied as soon
   // as it is in, while the next one arrives in the socket buffer.
   KernelArgs& args = conn->stream_args;
-  Status st = var->is_sync()
-                  ? FailedPrecondition("variable '" + var->spec.name +
-                                       "' is trained synchronously (replicas_to_aggregate " +
-                                       std::to_string(var->spec.replicas_to_aggregate) +
-                                       "): push step-tagged gradients (SyncReplicasOptimizer)")
-                  : s.store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
+  Status st = NotSync(var);
+  if (st.ok()) st = s.store.BeginDense(var, h.arg0, (h.flags & kFlagHasLr) != 0, &args);
   if (!st.ok()) {
     if (!conn->Discard(h.payload_len).ok()) return false;
     return conn->Reply(h, st);

@@ -86,11 +86,31 @@ InitSpec ParseInitSpec(const std::string& var, const py::dict& d) {
 
 }  // namespace
 
-void PyClient::connect(int shard, const std::string& address, double timeout_s) {
+void PyClient::connect(int shard, const std::string& address, double timeout_s,
+                       const std::string& expect_job, int expect_task) {
+  if (!expect_job.empty() && expect_task < 0)
+    Raise(InvalidArgument("connect: expect_task " + std::to_string(expect_task) +
+                          " must be >= 0 with expect_job '" + expect_job + "'"));
   Check(WithoutGil([&] {
     std::lock_guard<std::mutex> l(mu_);
-    return client_.Connect(shard, address, timeout_s);
+    return client_.Connect(shard, address, timeout_s, expect_job, expect_task);
   }));
+}
+
+void PyClient::set_cluster(const std::vector<std::pair<std::string, uint64_t>>& jobs,
+                           const std::string& description) {
+  if (jobs.size() > kMaxHelloJobs)
+    Raise(InvalidArgument("set_cluster: " + std::to_string(jobs.size()) + " jobs; a HELLO "
+                          "carries at most " + std::to_string(kMaxHelloJobs)));
+  std::vector<JobDigest> js;
+  for (const auto& [job, digest] : jobs) {
+    if (job.empty() || job.size() > kMaxJobName)
+      Raise(InvalidArgument("set_cluster: job name '" + job + "' must be 1.." +
+                            std::to_string(kMaxJobName) + " bytes"));
+    js.push_back({job, digest});
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  client_.SetCluster(std::move(js), description);
 }
 
 std::vector<std::pair<int, bool>> PyClient::register_vars(const py::list& specs) {
@@ -298,7 +318,9 @@ void RegisterClient(py::module_& m) {
       .def(py::init<const std::string&, int, const py::bytes&, double>(), py::arg("job"),
            py::arg("task"), py::arg("secret") = py::bytes(), py::arg("heartbeat_timeout") = 0.0)
       .def("connect", &PyClient::connect, py::arg("shard"), py::arg("address"),
-           py::arg("timeout"))
+           py::arg("timeout"), py::arg("expect_job") = std::string(), py::arg("expect_task") = -1)
+      .def("set_cluster", &PyClient::set_cluster, py::arg("jobs"), py::arg("description"))
+      .def_property("atomic_pushes", &PyClient::atomic_pushes, &PyClient::set_atomic_pushes)
       .def_property_readonly("num_shards", &PyClient::num_shards)
       .def_property_readonly("bytes_sent", &PyClient::bytes_sent)
       .def_property_readonly("bytes_received", &PyClient::bytes_received)

@@ -24,7 +24,13 @@ class PyClient {
       : client_(job, task, secret, heartbeat_timeout) {}
 
   // ---- Setup and session (py_client.cc) ----
-  void connect(int shard, const std::string& address, double timeout_s);
+  void connect(int shard, const std::string& address, double timeout_s,
+               const std::string& expect_job, int expect_task);
+  // jobs: (job name, digest) of this worker's cluster (docs/protocol.md, "Cluster digests").
+  void set_cluster(const std::vector<std::pair<std::string, uint64_t>>& jobs,
+                   const std::string& description);
+  bool atomic_pushes() const { return client_.atomic_pushes(); }
+  void set_atomic_pushes(bool on) { client_.set_atomic_pushes(on); }
   // specs: (shard, name, dtype, shape, optimizer, hyper-parameters dict, init or None)
   std::vector<std::pair<int, bool>> register_vars(const py::list& specs);
   py::tuple var_info(int handle) const;

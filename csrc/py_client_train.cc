@@ -25,6 +25,7 @@ Call PyClient::DensePush(const RemoteVar& v, const py::array& grad,
     c.flags |= kFlagHasLr;
     c.arg0 = *lr;
   }
+  if (client_.atomic_pushes()) c.flags |= kFlagAtomic;
   return c;
 }
 

@@ -26,6 +26,11 @@ Status Server::SetClusterDef(const std::string& cluster_def) {
   return Status::Ok();
 }
 
+void Server::SetClusterJobs(const std::vector<ClusterJob>& jobs) {
+  std::lock_guard<std::mutex> l(impl_->cluster_mu);
+  impl_->options.cluster_jobs = jobs;
+}
+
 Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out) {
   if (options.cluster_def.size() > kMaxClusterDef) return ClusterDefTooBig(options.cluster_def);
   std::unique_ptr<Server> s(new Server(options));
@@ -51,6 +56,7 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
 ServerImpl::ServerImpl(const ServerOptions& o)
     : options(o),
       sync(&store, &stopping, "/job:" + o.job + "/task:" + std::to_string(o.task)),
+      auth_throttle(o.auth_failures_per_s, o.auth_failure_burst, o.auth_summary_s),
       acceptor(this) {}
 
 Server::Server(const ServerOptions& options) : impl_(std::make_unique<ServerImpl>(options)) {}

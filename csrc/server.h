@@ -24,6 +24,13 @@ namespace psrt {
 class VariableStore;
 struct ServerImpl;
 
+// Version 6: one job of the cluster this task was given, as HELLO compares it.
+struct ClusterJob {
+  std::string job;
+  uint64_t digest = 0;  // docs/protocol.md, "Cluster digests"
+  std::string tasks;    // its addresses in task order, for messages ("h:1, h:2")
+};
+
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;                                 // 0: the OS picks
@@ -57,6 +64,15 @@ struct ServerOptions {
   // The cluster this task belongs to (UTF-8 JSON: {"cluster": {job: [addresses]}, "job_name":
   // ..., "task_index": ...}), returned by CLUSTER_INFO; empty: unknown. At most 1 MiB.
   std::string cluster_def;
+  // Version 6: the jobs of that cluster whose every task is known (no port 0, no gap in the
+  // indices), compared with a HELLO's digests; empty: nothing to compare.
+  std::vector<ClusterJob> cluster_jobs;
+  // Failed authentications per peer address (auth_throttle.h): a burst of
+  // auth_failure_burst, then at most auth_failures_per_s (<= 0: unlimited); what was refused
+  // is summarized once per auth_summary_s in the events.
+  double auth_failures_per_s = 1.0;
+  double auth_failure_burst = 10.0;
+  double auth_summary_s = 10.0;
 };
 
 class Server {
@@ -72,6 +88,8 @@ class Server {
   // Replaces what CLUSTER_INFO answers (a server started on port 0 learns its own address
   // only once bound). InvalidArgument past 1 MiB.
   Status SetClusterDef(const std::string& cluster_def);
+  // Replaces the jobs HELLO compares (options.cluster_jobs).
+  void SetClusterJobs(const std::vector<ClusterJob>& jobs);
 
   // Ends every thread and closes the port. Idempotent; blocks until the threads have exited.
   void Stop();

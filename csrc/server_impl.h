@@ -17,6 +17,7 @@
 #include <string>
 
 #include "acceptor.h"
+#include "auth_throttle.h"
 #include "budget.h"
 #include "events.h"
 #include "heartbeats.h"
@@ -39,8 +40,9 @@ struct ServerImpl {
   SyncLifecycle sync;
   EventLog events{Server::kMaxEvents};
   Heartbeats heartbeats;
+  AuthThrottle auth_throttle;      // failed authentications per peer address
   Acceptor acceptor;
-  std::mutex cluster_mu;           // guards options.cluster_def
+  std::mutex cluster_mu;           // guards options.cluster_def and options.cluster_jobs
   std::mutex stopped_mu;           // guards the stopped condition
   std::condition_variable stopped_cv;
   std::mutex stop_mu;              // serializes Stop()

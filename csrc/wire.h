@@ -17,7 +17,7 @@
 namespace psrt {
 
 constexpr uint32_t kWireMagic = 0x54525350;  // "PSRT" as little-endian bytes
-constexpr uint16_t kWireVersion = 5;
+constexpr uint16_t kWireVersion = 6;
 constexpr size_t kHeaderSize = 64;
 constexpr uint64_t kDefaultMaxPayload = uint64_t{1} << 31;  // 2 GiB
 // The most a frame may announce at all: the largest variable (2^40 elements of 8 bytes) and
@@ -27,8 +27,8 @@ constexpr size_t kMaxNameLength = 1024;
 constexpr int kMaxRank = 8;
 
 enum class Op : uint8_t {
-  kHello = 1,          // connect-time negotiation; payload: job name; var_id: task index;
-                       // count: channel (kChannel*)
+  kHello = 1,          // connect-time negotiation; payload: HelloRecord (version 6);
+                       // var_id: task index; count: channel (kChannel*)
   kRegister = 2,       // payload: VarSpec (+ initial value when kFlagInit); reply var_id
   kPull = 3,           // reply payload: value (or rows when kFlagSparse)
   kPush = 4,           // payload: gradient (or indices + rows); applies the optimizer
@@ -68,13 +68,17 @@ constexpr uint8_t kFlagStepTagged = 1 << 6;    // Push/StepIncrement: `step` tag
                                                // of synchronous training (see below)
 constexpr uint8_t kFlagWaitStep = 1 << 7;      // Pull/StepRead: hold the reply until the sync
                                                // step >= `step`, at most arg1 seconds
+// Version 6. Push: apply the gradient only once every byte of it arrived (a streamed dense
+// push is held in the in-flight budget until then); a request bit, so it shares bit 3 with
+// the reply-only kFlagInitialized.
+constexpr uint8_t kFlagAtomic = 1 << 3;
 // The flags each request op may carry (anything else is INVALID_ARGUMENT).
 inline uint8_t AllowedFlags(uint8_t op) {
   switch (static_cast<Op>(op)) {
     case Op::kRegister: return kFlagInit;
     case Op::kPull: return kFlagSparse | kFlagWaitStep;
     case Op::kPush:
-      return kFlagSparse | kFlagHasLr | kFlagReturnValue | kFlagStepTagged;
+      return kFlagSparse | kFlagHasLr | kFlagReturnValue | kFlagStepTagged | kFlagAtomic;
     case Op::kAssign: return kFlagInit;
     case Op::kStepRead: return kFlagWaitStep;
     case Op::kStepIncrement: return kFlagStepTagged;
@@ -293,6 +297,66 @@ class Reader {
  private:
   const uint8_t* p_;
   const uint8_t* end_;
+};
+
+// Version 6: the HELLO payload. Who is connecting (job, task index in the header's var_id),
+// which task it means to reach, and digests of the jobs of its cluster, so a task given
+// another cluster (a swapped --ps_hosts order, another job's spec) is refused at connect
+// (docs/protocol.md, "Connection set-up").
+constexpr size_t kMaxJobName = 256;
+constexpr size_t kMaxHelloJobs = 16;
+constexpr uint32_t kAnyTask = 0xFFFFFFFFu;
+// The largest HELLO payload: two job names, the task, and kMaxHelloJobs digests.
+constexpr size_t kMaxHelloPayload =
+    2 + kMaxJobName + 2 + kMaxJobName + 4 + 1 + kMaxHelloJobs * (2 + kMaxJobName + 8);
+
+struct JobDigest {
+  std::string job;
+  uint64_t digest = 0;  // first 8 bytes (little-endian) of SHA-256 of the job's canonical text
+};
+
+struct HelloRecord {
+  std::string job;                  // u16 + UTF-8: the sender's job (<= 256 bytes)
+  std::string expect_job;           // u16 + UTF-8: the job of the task it means to reach; empty:
+                                    // no expectation (the task is not checked)
+  uint32_t expect_task = kAnyTask;  // u32: that task's index
+  std::vector<JobDigest> jobs;      // u8 count (<= 16), then per job: u16 + name, u64 digest
+
+  void Encode(Writer* w) const {
+    w->PutString(job);
+    w->PutString(expect_job);
+    w->Put<uint32_t>(expect_task);
+    w->Put<uint8_t>(static_cast<uint8_t>(jobs.size()));
+    for (const JobDigest& j : jobs) {
+      w->PutString(j.job);
+      w->Put<uint64_t>(j.digest);
+    }
+  }
+  Status Decode(Reader* r) {
+    uint8_t n = 0;
+    if (!r->GetString(&job, kMaxJobName) || !r->GetString(&expect_job, kMaxJobName) ||
+        !r->Get(&expect_task) || !r->Get(&n))
+      return InvalidArgument("HELLO: truncated payload (job, expected job, expected task, "
+                             "number of job digests)");
+    if (n > kMaxHelloJobs)
+      return InvalidArgument("HELLO: " + std::to_string(n) + " job digests; at most " +
+                             std::to_string(kMaxHelloJobs));
+    jobs.resize(n);
+    for (JobDigest& j : jobs) {
+      if (!r->GetString(&j.job, kMaxJobName) || j.job.empty() || !r->Get(&j.digest))
+        return InvalidArgument("HELLO: truncated or empty job digest entry");
+    }
+    if (r->remaining() != 0)
+      return InvalidArgument("HELLO: " + std::to_string(r->remaining()) +
+                             " bytes after the job digests");
+    for (const std::string* s : {&job, &expect_job})
+      if (!IsUtf8(reinterpret_cast<const uint8_t*>(s->data()), s->size()))
+        return InvalidArgument("HELLO: job name is not valid UTF-8");
+    for (const JobDigest& j : jobs)
+      if (!IsUtf8(reinterpret_cast<const uint8_t*>(j.job.data()), j.job.size()))
+        return InvalidArgument("HELLO: job name is not valid UTF-8");
+    return Status::Ok();
+  }
 };
 
 // An initializer run on the ps task (docs/protocol.md, "Initializers"): the value of element

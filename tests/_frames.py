@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 5
+VERSION = 6
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
@@ -25,6 +25,8 @@ MAX_OP = CLUSTER_INFO
 
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
 F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
+F_ATOMIC = 8  # version 6: PUSH, applied only once all of it arrived (bit 3, as INITIALIZED)
+ANY_TASK = 0xFFFF_FFFF
 
 FLOAT32, FLOAT64, INT64 = 1, 2, 3
 
@@ -121,9 +123,24 @@ def is_closed(sock: socket.socket) -> bool:
     return data == b""
 
 
+def _string(s: bytes | str) -> bytes:
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<H", len(b)) + b
+
+
+def hello_payload(job: bytes | str = b"worker", expect_job: bytes | str = b"",
+                  expect_task: int = ANY_TASK,
+                  jobs: Sequence[tuple[bytes | str, int]] = ()) -> bytes:
+    """The version-6 HELLO payload (docs/protocol.md, HELLO): the sender's job, the job and
+    task it means to reach (empty: any), then (job, digest) pairs of its cluster."""
+    return (_string(job) + _string(expect_job) + struct.pack("<IB", expect_task, len(jobs))
+            + b"".join(_string(j) + struct.pack("<Q", d) for j, d in jobs))
+
+
 def hello_frame(job: bytes = b"worker", task: int = 0, **fields: Any) -> bytes:
-    """A whole HELLO frame of /job:JOB/task:TASK (fields override the header's)."""
-    return frame(HELLO, job, var_id=task, **fields)
+    """A whole HELLO frame of /job:JOB/task:TASK, expecting no particular ps task (fields
+    override the header's)."""
+    return frame(HELLO, hello_payload(job), var_id=task, **fields)
 
 
 def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0) -> dict[str, Any]:

@@ -96,7 +96,8 @@ OPTIMIZERS = {NONE: "", SGD: "GradientDescent", ADAGRAD: "Adagrad", MOMENTUM: "M
 NUM_SLOTS = {NONE: 0, SGD: 0, ADAGRAD: 1, MOMENTUM: 1, ADAM: 2, ADADELTA: 2, ADAGRAD_DA: 2,
              FTRL: 2, PROXIMAL_SGD: 0, PROXIMAL_ADAGRAD: 1, RMSPROP: 2, CENTERED_RMSPROP: 3}
 # The flags each request op may carry (csrc/wire.h AllowedFlags); any other is INVALID_ARGUMENT.
-ALLOWED_FLAGS = {REGISTER: 0x04, PULL: 0x02 | 0x80, PUSH: 0x02 | 0x10 | 0x20 | 0x40,
+# PUSH 0x08: ATOMIC (version 6), a request bit shared with the reply-only INITIALIZED.
+ALLOWED_FLAGS = {REGISTER: 0x04, PULL: 0x02 | 0x80, PUSH: 0x02 | 0x08 | 0x10 | 0x20 | 0x40,
                  ASSIGN: 0x04, STEP_READ: 0x80, STEP_INCREMENT: 0x40, TABLE_IMPORT: 0x04}
 STATE_SLOT = 255  # Adam's beta powers, f64[2]
 # Ids at or above this are never a variable: the store holds at most 4096 chunks of 1024.
@@ -330,7 +331,7 @@ class FuzzPs:
         """True when a new connection gets HELLO and PING answered."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
-                s.sendall(fr.frame(HELLO, b"probe") + fr.frame(PING, request_id=7))
+                s.sendall(fr.frame(HELLO, fr.hello_payload(b"probe")) + fr.frame(PING, request_id=7))
                 first, second = fr.read_frame(s), fr.read_frame(s)
         except OSError:
             return False
@@ -422,7 +423,7 @@ def snapshot(address: str, variables: Sequence[Var], timeout: float = 30.0) -> d
 
 def snapshot_on(sock: socket.socket, variables: Sequence[Var], hello: bool,
                 timeout: float = 30.0) -> dict[str, Any]:
-    frames = [fr.frame(HELLO, b"worker")] if hello else []
+    frames = [fr.frame(HELLO, fr.hello_payload(b"worker"))] if hello else []
     spans = []
     for v in variables:
         fs = snapshot_frames(v, 0x5EED)
@@ -609,6 +610,54 @@ def may_stream(op: int, flags: int, slot: int) -> bool:
             or (op == REGISTER and bool(flags & INIT)))
 
 
+# Version 6: the longest HELLO payload (two job names of 256 bytes, the task, 16 digests).
+MAX_HELLO_PAYLOAD = 2 + 256 + 2 + 256 + 4 + 1 + 16 * (2 + 256 + 8)
+# The fuzzed ps task is /job:ps/task:0, started without a cluster (no digest is compared).
+PS_JOB, PS_TASK = b"ps", 0
+
+
+def hello_content_error(payload: bytes) -> int | None:
+    """What the documented HELLO payload rules give `payload` (within MAX_HELLO_PAYLOAD):
+    INVALID_ARGUMENT for a malformed record, FAILED_PRECONDITION when it means to reach
+    another task than PS_JOB/PS_TASK, None when it is fine."""
+    pos = 0
+
+    def string(limit: int) -> bytes | None:
+        nonlocal pos
+        if len(payload) - pos < 2:
+            return None
+        n = int.from_bytes(payload[pos:pos + 2], "little")
+        if n > limit or len(payload) - pos - 2 < n:
+            return None
+        pos += 2 + n
+        return payload[pos - n:pos]
+
+    job, expect_job = string(256), string(256)
+    if job is None or expect_job is None or len(payload) - pos < 5:
+        return INVALID_ARGUMENT
+    expect_task, count = struct.unpack_from("<IB", payload, pos)
+    pos += 5
+    if count > 16:
+        return INVALID_ARGUMENT
+    names = [job, expect_job]
+    for _ in range(count):
+        name = string(256)
+        if not name or len(payload) - pos < 8:
+            return INVALID_ARGUMENT
+        pos += 8
+        names.append(name)
+    if pos != len(payload):
+        return INVALID_ARGUMENT
+    for n in names:
+        try:
+            n.decode()
+        except UnicodeDecodeError:
+            return INVALID_ARGUMENT
+    if expect_job and (expect_job != PS_JOB or expect_task != PS_TASK):
+        return FAILED_PRECONDITION
+    return None
+
+
 def header_error(h: Sequence[Any], max_payload: int, hello_done: bool) -> int | None:
     """The status of the first documented fixed-header check `h` (a HEADER tuple) fails, in
     the documented order, or None when it passes them all."""
@@ -634,7 +683,9 @@ def op_error(op: int, flags: int, dtype: int, count: int, plen: int, arg1: float
     a valid header, or None when they pass (or cannot be predicted: an id the fuzzer did not
     register itself). CLUSTER_INFO and AUTH, which depend on no state, are answered in full."""
     bad_flags = bool(flags & ~ALLOWED_FLAGS.get(op, 0))
-    if op in (HELLO, WORKER_DONE):
+    if op == HELLO:  # version 6: a HelloRecord of at most MAX_HELLO_PAYLOAD bytes
+        return INVALID_ARGUMENT if plen > MAX_HELLO_PAYLOAD or bad_flags else None
+    if op == WORKER_DONE:
         return INVALID_ARGUMENT if plen > 256 or bad_flags else None
     if op == REGISTER:
         return INVALID_ARGUMENT if bad_flags else None
@@ -1587,6 +1638,8 @@ class Fuzzer:
                 f |= RETURN_VALUE
             if rng.random() < (0.85 if var.replicas else 0.05):
                 f |= TAGGED
+            if rng.random() < 0.15:
+                f |= INITIALIZED  # ATOMIC on a PUSH (version 6)
         elif op == ASSIGN:
             if rng.random() < 0.15:
                 f |= INIT
@@ -1731,10 +1784,42 @@ class Fuzzer:
         flags = forced_flags if forced_flags is not None else (
             0 if rng.random() < 0.9 else rng.randrange(0, 256, 2))
         task = rng.randrange(4) if rng.random() < 0.95 else rng.getrandbits(32)
+        if op == HELLO:
+            payload = self._hello_payload()
+            s = self._make(op, flags, task, 0, 0, payload)
+            if s.expect is None:
+                s.expect = hello_content_error(payload)
+            return s
         return self._make(op, flags, task, 0, 0, self._job())
 
+    def _hello_payload(self) -> bytes:
+        """A version-6 HELLO payload that keeps the connection open: a valid record (no
+        expectation, or this ps task's own identity; digests of jobs the fuzzed ps task does
+        not know), or a malformed one (INVALID_ARGUMENT)."""
+        rng = self.rng
+        jobs = [(rng.choice((b"ps", b"worker", "wörker".encode())), rng.getrandbits(64))
+                for _ in range(rng.choice((0, 0, 1, 2, 16)))]
+        expect = rng.choice(((b"", fr.ANY_TASK), (b"", rng.getrandbits(32)), (PS_JOB, PS_TASK)))
+        r = rng.random()
+        job = self._job() if r < 0.7 else rng.choice((b"worker", b"chief"))
+        if len(job) > 256:
+            job = job[:256]
+        good = fr.hello_payload(job, expect[0], expect[1], jobs)
+        if r < 0.7:
+            return good
+        if r < 0.8:  # cut short
+            return good[:rng.randrange(len(good))]
+        if r < 0.85:  # trailing bytes
+            return good + rng.randbytes(rng.randrange(1, 9))
+        if r < 0.9:  # more digests than the count allows
+            return (fr.hello_payload(job, expect[0], expect[1])[:-1]
+                    + bytes([rng.randrange(17, 256)]))
+        if r < 0.95:  # a name past 256 bytes
+            return struct.pack("<H", 257) + b"w" * 257 + good[2 + len(job):]
+        return fr.hello_payload(job, expect[0], expect[1], [(rng.choice(self.NOT_UTF8), 1)])
+
     def _hello_frame(self, task: int) -> Sent:
-        return self._make(HELLO, 0, task, 0, 0, b"worker", kind="hello")
+        return self._make(HELLO, 0, task, 0, 0, fr.hello_payload(b"worker"), kind="hello")
 
     def _random_spec(self, rng: random.Random) -> dict[str, Any]:
         if rng.random() < 0.3:
@@ -1861,14 +1946,25 @@ class Fuzzer:
         rng = self.rng
         r = rng.random()
         if r < 0.4:
-            s = self._make(HELLO, 0, 0, 0, 0, b"worker", kind="hello")
-            version = rng.choice([v for v in (0, 1, 2, 3, 4, 0xFFFF) if v != VERSION])
+            s = self._make(HELLO, 0, 0, 0, 0, fr.hello_payload(b"worker"), kind="hello")
+            version = rng.choice([v for v in (0, 1, 2, 3, 4, 5, 0xFFFF) if v != VERSION])
             s.data = s.data[:4] + struct.pack("<H", version) + s.data[6:]
             self._count(s)
             self._expect_close(sock, [s], FAILED_PRECONDITION, "hello-version")
             return False
-        name = rng.choice(self.NOT_UTF8) if r < 0.8 else b"w" * rng.choice((257, 1000))
-        s = self._make(HELLO, 0, 0, 0, 0, name, kind="hello")
+        if r < 0.55:  # version 6: it means to reach another task: refused, then closed
+            expect_job, expect_task = rng.choice(((PS_JOB, 1), (PS_JOB, rng.getrandbits(32) | 1),
+                                                  (b"worker", PS_TASK), (b"chief", 0)))
+            s = self._make(HELLO, 0, 0, 0, 0,
+                           fr.hello_payload(b"worker", expect_job, expect_task), kind="hello")
+            self._count(s)
+            self._expect_close(sock, [s], FAILED_PRECONDITION, "hello-identity")
+            return False
+        if r < 0.8:
+            payload = fr.hello_payload(rng.choice(self.NOT_UTF8))
+        else:
+            payload = b"w" * rng.choice((257, 1000, MAX_HELLO_PAYLOAD + 1))
+        s = self._make(HELLO, 0, 0, 0, 0, payload, kind="hello")
         s.expect = INVALID_ARGUMENT
         return self._batch(sock, [s]) is not None
 

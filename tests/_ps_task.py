@@ -12,6 +12,7 @@ Imported, :class:`PsProcess` starts one and reaps it by PID.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import signal
@@ -41,6 +42,8 @@ class PsProcess:
         secret: The job's shared secret (bytes), or None: no authentication.
         hello_timeout, idle_timeout, max_connections, chunk_bytes, max_inflight_bytes,
             stall_timeout: The server's limits (None: the core's defaults).
+        auth_summary: Seconds between the summaries of refused authentications (None: 10).
+        cluster: A cluster dict whose job digests HELLO compares (set_cluster_jobs), or None.
     """
 
     def __init__(self, port: int = 0, task: int = 0, max_payload: int | None = None,
@@ -49,7 +52,8 @@ class PsProcess:
                  hello_timeout: float | None = None, idle_timeout: float | None = None,
                  max_connections: int | None = None, chunk_bytes: int | None = None,
                  max_inflight_bytes: int | None = None,
-                 stall_timeout: float | None = None) -> None:
+                 stall_timeout: float | None = None,
+                 auth_summary: float | None = None, cluster: dict | None = None) -> None:
         cmd = [sys.executable, __file__, "--port", str(port), "--task", str(task)]
         if max_payload is not None:
             cmd += ["--max-payload", str(max_payload)]
@@ -61,9 +65,12 @@ class PsProcess:
                             ("--max-connections", max_connections),
                             ("--chunk-bytes", chunk_bytes),
                             ("--max-inflight-bytes", max_inflight_bytes),
-                            ("--stall-timeout", stall_timeout)):
+                            ("--stall-timeout", stall_timeout),
+                            ("--auth-summary", auth_summary)):
             if value is not None:
                 cmd += [flag, str(value)]
+        if cluster is not None:
+            cmd += ["--cluster-json", json.dumps(cluster)]
         env = dict(os.environ)
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
         env.pop("PSRT_TEST_SECRET", None)
@@ -145,6 +152,8 @@ def main() -> None:
     parser.add_argument("--chunk-bytes", type=int, default=512 << 10)
     parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20)
     parser.add_argument("--stall-timeout", type=float, default=60.0)
+    parser.add_argument("--auth-summary", type=float, default=10.0)
+    parser.add_argument("--cluster-json", default=None)
     args = parser.parse_args()
 
     from psrt import _core
@@ -153,7 +162,13 @@ def main() -> None:
     secret = bytes.fromhex(os.environ.get("PSRT_TEST_SECRET", ""))
     server = _core.Server(args.host, args.port, args.job, args.task, max_payload, secret,
                           args.hello_timeout, args.idle_timeout, args.max_connections,
-                          args.chunk_bytes, args.max_inflight_bytes, args.stall_timeout)
+                          args.chunk_bytes, args.max_inflight_bytes, args.stall_timeout,
+                          auth_summary_s=args.auth_summary)
+    if args.cluster_json is not None:
+        from psrt.distribute.cluster_spec import ClusterSpec
+        from psrt.runtime import targets
+
+        server.set_cluster_jobs(targets.cluster_jobs(ClusterSpec(json.loads(args.cluster_json))))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -136,7 +136,7 @@ def raw(ps):
 
 
 def hello(sock, job=b"worker", task=0):
-    sock.sendall(fr.frame(fr.HELLO, job, var_id=task))
+    sock.sendall(fr.frame(fr.HELLO, fr.hello_payload(job), var_id=task))
     got = fr.read_frame(sock)
     assert got is not None
     return got

@@ -141,9 +141,9 @@ BAD_HEADERS = [
     ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
      ["magic", "0xdeadbeef", "0x54525350"]),
     ("version 4", lambda ids: fr.header(fr.PING, version=4), fr.FAILED_PRECONDITION,
-     ["version 4", "version 5"]),
+     ["version 4", "version 6"]),
     ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
-     ["version 0", "version 5"]),
+     ["version 0", "version 6"]),
     ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..17"]),
     ("op 18", lambda ids: fr.header(18), fr.INVALID_ARGUMENT, ["unknown op 18"]),
     ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
@@ -180,8 +180,8 @@ def test_bad_fixed_header_gets_error_then_close(peer, cluster, make, code, words
 
 def test_bad_header_before_hello_gets_error_then_close(ps):
     with fr.connect(ps.address, say_hello=False) as sock:
-        sock.sendall(fr.header(fr.HELLO, version=6))
-        expect_error(sock, fr.FAILED_PRECONDITION, "version 6", "version 5")
+        sock.sendall(fr.header(fr.HELLO, version=7))
+        expect_error(sock, fr.FAILED_PRECONDITION, "version 7", "version 6")
         assert fr.is_closed(sock)
 
 
@@ -195,7 +195,7 @@ def test_first_frame_must_be_hello(ps, cluster):
 
 def test_hello_reply_names_version_task_and_incarnation(ps):
     with fr.connect(ps.address, say_hello=False) as sock:
-        sock.sendall(fr.frame(fr.HELLO, b"worker", var_id=3, request_id=9))
+        sock.sendall(fr.frame(fr.HELLO, fr.hello_payload(b"worker"), var_id=3, request_id=9))
         h, payload = fr.read_frame(sock)
         assert h["status"] == fr.OK and h["flags"] == fr.F_REPLY and h["request_id"] == 9
         assert h["version"] == fr.VERSION and h["var_id"] == 0 and payload == b"ps"
@@ -207,14 +207,14 @@ def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
     puts in every header and the HELLO reply, and the highest op it accepts. Learned from the
     ps process itself, not from constants a test could get wrong the same way as the doc."""
     with fr.connect(ps.address, say_hello=False) as sock:
-        sock.sendall(fr.frame(fr.HELLO, b"worker", var_id=0))
+        sock.sendall(fr.frame(fr.HELLO, fr.hello_payload(b"worker"), var_id=0))
         h, _ = fr.read_frame(sock)
         assert h["status"] == fr.OK
         version = h["version"]
         sock.sendall(fr.header(255))
         _, msg = expect_error(sock, fr.INVALID_ARGUMENT, "unknown op 255")
     max_op = int(re.search(r"valid ops are 1\.\.(\d+)", msg).group(1))
-    assert (version, max_op) == (5, 17)   # csrc/wire.h: kWireVersion, kMaxOp (CLUSTER_INFO)
+    assert (version, max_op) == (6, 17)   # csrc/wire.h: kWireVersion, kMaxOp (CLUSTER_INFO)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(repo, "docs", "protocol.md"), encoding="utf-8") as f:
         doc = f.read()
@@ -334,8 +334,10 @@ PER_OP = [
      lambda ids: fr.frame(fr.STEP_INCREMENT, var_id=ids["global_step"],
                           flags=fr.F_STEP_TAGGED, step=7),
      fr.FAILED_PRECONDITION, ["'global_step'", "not trained synchronously"]),
-    ("second hello too long", lambda ids: fr.frame(fr.HELLO, b"w" * 300), fr.INVALID_ARGUMENT,
-     ["HELLO", "payload of 300 bytes", "at most 256"]),
+    ("second hello too long", lambda ids: fr.frame(fr.HELLO, b"w" * 5000), fr.INVALID_ARGUMENT,
+     ["HELLO", "payload of 5000 bytes", "at most 4777"]),
+    ("second hello malformed", lambda ids: fr.frame(fr.HELLO, b"worker"), fr.INVALID_ARGUMENT,
+     ["HELLO", "truncated payload"]),
     ("worker_done name not utf-8", lambda ids: fr.frame(fr.WORKER_DONE, b"\xff\xfeworker"),
      fr.INVALID_ARGUMENT, ["WORKER_DONE", "UTF-8"]),
     ("worker_done overlong utf-8", lambda ids: fr.frame(fr.WORKER_DONE, b"\xc0\xaf"),

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 5
+WIRE_VERSION: Final = 6
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -125,6 +125,9 @@ class Server:
         max_inflight_bytes: int = 268435456,
         stall_timeout: float = 60.0,
         cluster_def: str = "",
+        auth_failures_per_s: float = 1.0,
+        auth_failure_burst: float = 10.0,
+        auth_summary_s: float = 10.0,
     ) -> None:
         """secret: the job's shared secret (b"": no authentication); with one every connection
         must answer HELLO's HMAC-SHA256 challenge before any other request. hello_timeout
@@ -136,7 +139,13 @@ class Server:
         chunk whole). max_inflight_bytes: received payload held at once over all connections;
         past it sockets are not read (backpressure). stall_timeout (seconds): a peer silent
         in the middle of a frame that long is dropped. cluster_def: the cluster this task
-        belongs to (JSON, at most 1 MiB), answered to CLUSTER_INFO (Client.cluster_info)."""
+        belongs to (JSON, at most 1 MiB), answered to CLUSTER_INFO (Client.cluster_info).
+        auth_failures_per_s, auth_failure_burst: with a secret, failed authentications per
+        peer host: after a burst of auth_failure_burst, at most auth_failures_per_s (<= 0:
+        unlimited); past it the host's new connections are refused at accept with
+        UNAVAILABLE, and what was refused is summarized in the events once per
+        auth_summary_s seconds ("refused N failed authentications from HOST in the last S
+        s")."""
     @property
     def port(self) -> int:
         """The bound port (the OS's choice when constructed with port 0)."""
@@ -158,6 +167,10 @@ class Server:
     def set_cluster_def(self, cluster_def: str) -> None:
         """Replaces what CLUSTER_INFO answers (JSON, at most 1 MiB; InvalidArgumentError
         past it)."""
+    def set_cluster_jobs(self, jobs: list[tuple[str, int, str]]) -> None:
+        """(job, digest, "addr, addr") of the jobs of this task's cluster known in full
+        (psrt.runtime.targets.cluster_jobs): a HELLO whose digest of one of them differs,
+        or that means to reach another task, is refused with FAILED_PRECONDITION."""
     def take_events(self) -> list[str]:
         """Events since the last call, oldest first: failed authentication (with the peer's
         host:port), unauthenticated requests, idle or silent peers closed, peers refused past
@@ -173,10 +186,23 @@ class Client:
         """secret: the job's shared secret (b"": none). heartbeat_timeout (seconds, <= 0: off):
         each connect also opens a heartbeat connection; a ps task that leaves a PING
         unanswered that long fails the pending and later calls with UnavailableError."""
-    def connect(self, shard: int, address: str, timeout: float) -> None:
+    def connect(self, shard: int, address: str, timeout: float, expect_job: str = "",
+                expect_task: int = -1) -> None:
         """Connects shard to "host:port", retrying refused connections until timeout seconds,
         then exchanges HELLO. Raises UnavailableError naming /job:ps/task:K and the address;
-        FailedPreconditionError naming both versions on a wire version mismatch."""
+        FailedPreconditionError naming both versions on a wire version mismatch. With
+        expect_job, the task there must be /job:expect_job/task:expect_task and agree with
+        set_cluster's digests: FailedPreconditionError naming both tasks and this worker's
+        cluster otherwise."""
+    def set_cluster(self, jobs: list[tuple[str, int]], description: str) -> None:
+        """(job, digest) of this worker's cluster, carried by every later HELLO, and the
+        cluster as error messages show it."""
+    @property
+    def atomic_pushes(self) -> bool:
+        """Dense pushes carry the ATOMIC flag: applied only once all of the gradient
+        arrived (ConfigProto.atomic_pushes)."""
+    @atomic_pushes.setter
+    def atomic_pushes(self, arg0: bool) -> None: ...
     @property
     def num_shards(self) -> int: ...
     @property

@@ -134,6 +134,13 @@ class ConfigProto:
             sockets and senders wait, so its memory does not grow with the number of workers.
             A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
             (default 60) is dropped and its buffers freed.
+        atomic_pushes: psrt only (default False). A dense gradient larger than the ps
+            task's ``chunk_bytes`` is applied only once all of it arrived (wire version 6,
+            PUSH ``ATOMIC``): a worker dying in the middle of a push leaves the variable as
+            it was, instead of updated chunk by chunk up to the break. It must fit the ps
+            task's ``max_inflight_bytes`` (else ResourceExhaustedError) and costs the
+            overlap of receiving and applying (benchmarks/test_bench_transport.py).
+            Synchronous training needs none: a step-tagged gradient counts only whole.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
 
@@ -147,7 +154,7 @@ class ConfigProto:
                  hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
                  chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
-                 **ignored: Any) -> None:
+                 atomic_pushes: bool = False, **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
@@ -173,4 +180,5 @@ class ConfigProto:
         if not float(sync_timeout_secs) > 0:
             raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
         self.sync_timeout_secs = float(sync_timeout_secs)
+        self.atomic_pushes = bool(atomic_pushes)
         self.ignored = ignored

@@ -152,6 +152,8 @@ class Server:
             # What a Session('grpc://<this task>') in another process learns from CLUSTER_INFO.
             self._core.set_cluster_def(
                 _targets.cluster_def_json(self._cluster, self._job, self._task))
+            # What HELLO compares (wire version 6): a peer given another cluster is refused.
+            self._core.set_cluster_jobs(_targets.cluster_jobs(self._cluster))
             _targets.register(self.target, self)
             # TF's server logs this line ("Started server with target: grpc://...").
             host = f"[{self._host}]" if ":" in self._host else self._host

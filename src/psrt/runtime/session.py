@@ -62,6 +62,12 @@ class Session:
         UnavailableError: a ps task did not accept a connection within
             ``config.connect_timeout_secs``, naming ``/job:ps/task:K`` and its address.
         InvalidArgumentError: a variable's device names a task the cluster does not have.
+        FailedPreconditionError: the task at a variable's address is not the one this
+            session's cluster places there, or the two were given different clusters (a
+            swapped ``--ps_hosts`` order, one ps task more): the message names both tasks
+            and both clusters (docs/protocol.md, "Cluster digests").
+        ResourceExhaustedError: (from ``run``) with ``atomic_pushes``, a dense gradient
+            larger than the ps task's ``max_inflight_bytes``.
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None,
@@ -94,6 +100,8 @@ class Session:
             self._default_address = address
         job, task = self._self_task or ("client", 0)
         self._client = _core.Client(job, task, secret, self._config.heartbeat_timeout_secs)
+        self._client.atomic_pushes = bool(self._config.atomic_pushes)
+        self._cluster_sent: Any = None  # the cluster whose digests the client's HELLOs carry
         timeout_ms = self._config.operation_timeout_in_ms
         self._client.timeout = timeout_ms / 1000.0 if timeout_ms > 0 else -1.0
         self._shards: dict[tuple[str | None, int], int] = {}
@@ -155,7 +163,7 @@ class Session:
             name = f"/job:{job}/task:{task} at {address}"
         if key not in self._shards:
             shard = len(self._shards)
-            self._connect(shard, address, name)
+            self._connect(shard, address, name, key)
             self._shards[key] = shard
             self._shard_names.append(name)
         return self._shards[key]
@@ -177,7 +185,16 @@ class Session:
                           cluster.as_dict())
         return cluster
 
-    def _connect(self, shard: int, address: str, name: str) -> None:
+    def _connect(self, shard: int, address: str, name: str,
+                 task: tuple[str | None, int] = (None, 0)) -> None:
+        # Wire version 6: the task at `address` must be `task` (job, index) of the same
+        # cluster, else FailedPreconditionError naming both (a swapped --ps_hosts order).
+        if self._cluster is not None and self._cluster_sent is not self._cluster:
+            jobs = _targets.cluster_jobs(self._cluster)
+            self._client.set_cluster([(j, d) for j, d, _ in jobs],
+                                     _targets.describe_cluster(jobs))
+            self._cluster_sent = self._cluster
+        expect_job, expect_task = (task[0], task[1]) if task[0] is not None else ("", -1)
         # A task that is not up yet is logged after _CONNECT_FIRST_LOG_SECS, then every
         # _CONNECT_LOG_SECS (TF: "CreateSession still waiting for response from worker: ..."
         # every 10 s): each connect attempt ends at the next log time or the deadline.
@@ -188,7 +205,8 @@ class Session:
             now = time.monotonic()
             left = deadline - now
             try:
-                self._client.connect(shard, address, max(0.0, min(next_log - now, left)))
+                self._client.connect(shard, address, max(0.0, min(next_log - now, left)),
+                                     expect_job, expect_task)
                 if time.monotonic() > started + _CONNECT_FIRST_LOG_SECS:
                     _logger.info("Connected to %s after %.0f s", name,
                                  time.monotonic() - started)

@@ -9,6 +9,7 @@ reference (a TF1 helper that returns only ``server.target``) until the process e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import weakref
 from typing import Any
@@ -64,3 +65,40 @@ def cluster_from_json(raw: bytes, target: str) -> ClusterSpec | None:
         raise errors.InvalidArgumentError(
             None, None, f"the task at {target} answered CLUSTER_INFO with something that is "
                         f"not a cluster definition ({e})") from e
+
+
+# A HELLO carries at most this many job digests (csrc/wire.h kMaxHelloJobs).
+_MAX_HELLO_JOBS = 16
+
+
+def job_digest(job: str, addresses: list[str]) -> int:
+    """The digest of one job of a cluster that a HELLO carries (docs/protocol.md, "Cluster
+    digests"): the first 8 bytes, little-endian, of SHA-256 over ``"psrt-cluster-v1\n"``,
+    the job name and each task's address in task order, each followed by ``"\n"``."""
+    text = "psrt-cluster-v1\n" + "".join(f"{x}\n" for x in [job, *addresses])
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+
+
+def cluster_jobs(cluster: ClusterSpec | None) -> list[tuple[str, int, str]]:
+    """``(job, digest, "addr, addr")`` for every job of ``cluster`` whose tasks are all known:
+    indices 0..n-1 without a gap and no address on port 0 (a task that binds what the OS
+    hands out; its peers cannot know it). The others are left out: HELLO compares the jobs
+    both sides know in full (TF's per-task sparse clusters, a ps started with the ps job
+    only, keep working). At most 16 jobs, in name order."""
+    out: list[tuple[str, int, str]] = []
+    if cluster is None:
+        return out
+    for job in sorted(cluster.jobs):
+        indices = cluster.task_indices(job)
+        if list(indices) != list(range(len(indices))) or not indices:
+            continue
+        addresses = [cluster.task_address(job, i) for i in indices]
+        if any(a.rpartition(":")[2] == "0" for a in addresses):
+            continue
+        out.append((job, job_digest(job, addresses), ", ".join(addresses)))
+    return out[:_MAX_HELLO_JOBS]
+
+
+def describe_cluster(jobs: list[tuple[str, int, str]]) -> str:
+    """``"ps: [h:1, h:2]; worker: [h:3]"``: what messages show of :func:`cluster_jobs`."""
+    return "; ".join(f"{job}: [{tasks}]" for job, _, tasks in jobs)
