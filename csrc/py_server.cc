@@ -20,8 +20,10 @@ class PyServer {
   PyServer(const std::string& host, int port, const std::string& job, int task,
            uint64_t max_payload, const py::bytes& secret, double hello_timeout,
            double idle_timeout, int max_connections, uint64_t chunk_bytes,
-           uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def) {
+           uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def,
+           uint64_t memory_limit_bytes) {
     ServerOptions o;
+    o.memory_limit_bytes = memory_limit_bytes;
     o.cluster_def = cluster_def;
     o.host = host;
     o.port = port;
@@ -51,6 +53,7 @@ class PyServer {
   size_t num_variables() const { return server_->store()->size(); }
   std::vector<std::string> take_events() { return server_->TakeEvents(); }
   uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
+  uint64_t reserved_bytes() const { return server_->ReservedBytes(); }
   void set_cluster_def(const std::string& def) { Check(server_->SetClusterDef(def)); }
 
  private:
@@ -62,13 +65,14 @@ class PyServer {
 void RegisterServer(py::module_& m) {
   py::class_<PyServer>(m, "Server")
       .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
-                    double, double, int, uint64_t, uint64_t, double, const std::string&>(),
+                    double, double, int, uint64_t, uint64_t, double, const std::string&,
+                    uint64_t>(),
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
            py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
            py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
            py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{512} << 10,
            py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
-           py::arg("cluster_def") = std::string())
+           py::arg("cluster_def") = std::string(), py::arg("memory_limit_bytes") = uint64_t{0})
       .def_property_readonly("port", &PyServer::port)
       .def_property_readonly("incarnation", &PyServer::incarnation)
       .def_property_readonly("stopped", &PyServer::stopped)
@@ -79,6 +83,7 @@ void RegisterServer(py::module_& m) {
       .def("num_variables", &PyServer::num_variables)
       .def("take_events", &PyServer::take_events)
       .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
+      .def("reserved_bytes", &PyServer::reserved_bytes)
       .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"));
 }
 

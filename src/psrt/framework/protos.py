@@ -134,6 +134,13 @@ class ConfigProto:
             sockets and senders wait, so its memory does not grow with the number of workers.
             A peer that stops sending in the middle of a frame for ``stall_timeout_secs``
             (default 60) is dropped and its buffers freed.
+        ps_memory_limit_bytes: psrt only, for servers made with this config: the bytes a
+            ps task's variables (values, optimizer slots, synchronous sums, table rows) may
+            hold; a registration, table growth or initial value past it is refused with
+            ResourceExhaustedError naming the variable, the bytes asked and the limit, before
+            anything is allocated. None (default): ``PSRT_PS_MEMORY_LIMIT`` (bytes, or with a
+            K/M/G/T suffix), else the cgroup's or the machine's memory minus a margin
+            (psrt.runtime.memory_limit); 0: no limit.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
 
@@ -147,7 +154,7 @@ class ConfigProto:
                  hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
                  chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
-                 **ignored: Any) -> None:
+                 ps_memory_limit_bytes: int | None = None, **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
@@ -173,4 +180,9 @@ class ConfigProto:
         if not float(sync_timeout_secs) > 0:
             raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
         self.sync_timeout_secs = float(sync_timeout_secs)
+        if ps_memory_limit_bytes is not None and not int(ps_memory_limit_bytes) >= 0:
+            raise ValueError(f"ps_memory_limit_bytes must be >= 0 bytes (0: no limit) or None; "
+                             f"got {ps_memory_limit_bytes!r}")
+        self.ps_memory_limit_bytes = (None if ps_memory_limit_bytes is None
+                                      else int(ps_memory_limit_bytes))
         self.ignored = ignored
