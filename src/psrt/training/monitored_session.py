@@ -189,13 +189,21 @@ class ChiefSessionCreator(SessionCreator):
         self._checkpoint_dir = checkpoint_dir
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
         self._finalized = False
+        self._created = 0
 
     def create_session(self) -> Session:
-        """Finalizes the scaffold once, then returns a restored or initialized session."""
+        """Finalizes the scaffold once, then returns a restored or initialized session.
+
+        Beyond TF, a session created again (MonitoredSession's recovery) keeps what the ps
+        tasks still hold and restores only a lost task's variables
+        (:meth:`SessionManager.prepare_session`)."""
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
-        return _session_manager(self._scaffold).prepare_session(
+        manager = _session_manager(self._scaffold)
+        manager._psrt_recovering = self._created > 0
+        self._created += 1
+        return manager.prepare_session(
             self._master, init_op=self._scaffold.init_op, saver=self._scaffold.saver,
             checkpoint_dir=self._checkpoint_dir, config=self._config,
             init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn,
