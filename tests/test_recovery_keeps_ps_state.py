@@ -213,6 +213,53 @@ def test_c_a_healed_partition_loses_no_step_and_resumes_within_a_heartbeat(tasks
         proxy.close()
 
 
+# ---- a connect whose SYNs are dropped ---------------------------------------------------------
+
+def _netns_with_a_silent_peer():
+    """A network namespace behind a veth pair whose far end is down: packets to 10.231.K.2
+    are dropped without an answer (a partition, for real). None when this process may not
+    make one (not root, no ``ip``)."""
+    name = f"psrt{os.getpid() % 100000}"
+    k = os.getpid() % 250 + 1
+    host, peer = f"vh{name[4:]}", f"vn{name[4:]}"
+    cmds = [["ip", "netns", "add", name],
+            ["ip", "link", "add", host, "type", "veth", "peer", "name", peer],
+            ["ip", "link", "set", peer, "netns", name],
+            ["ip", "addr", "add", f"10.231.{k}.1/30", "dev", host],
+            ["ip", "link", "set", host, "up"],
+            ["ip", "netns", "exec", name, "ip", "addr", "add", f"10.231.{k}.2/30", "dev", peer]]
+    try:
+        for c in cmds:
+            subprocess.run(c, check=True, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        subprocess.run(["ip", "link", "del", host], capture_output=True)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        return None
+    return name, host, f"10.231.{k}.2"
+
+
+def test_a_connect_to_a_peer_whose_packets_are_dropped_ends_at_its_deadline():
+    # Before: a blocking connect() waited out the kernel's SYN retries (~2 min) whatever the
+    # attempt's deadline, so a session could not retry the moment a partition healed.
+    made = _netns_with_a_silent_peer()
+    if made is None:
+        pytest.skip("cannot create a network namespace here (needs root and iproute2)")
+    name, host, address = made
+    try:
+        c = _core.Client("worker", 0)
+        t0 = time.monotonic()
+        with pytest.raises(psrt.errors.UnavailableError) as e:
+            c.connect(0, f"{address}:45678", 1.0)
+        took = time.monotonic() - t0
+        c.close()
+        print(f"connect to a silent peer gave up after {took:.2f} s (deadline 1 s)")
+        assert 0.9 <= took < 3.0, took
+        assert "timed out" in e.value.message, e.value.message
+    finally:
+        subprocess.run(["ip", "link", "del", host], capture_output=True)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
 # ---- the proxy child ---------------------------------------------------------------------------
 
 def proxy_main(target_port: str) -> None:
