@@ -112,7 +112,9 @@ class ConfigProto:
             unanswered this long (a stopped or hung process, a vanished host) fails the
             pending run with UnavailableError naming ``/job:ps/task:K`` and its address, which
             MonitoredTrainingSession recovers from like a lost ps task. Default 20 s; 0
-            disables it. Long pushes and synchronous waits never count as silence.
+            disables it. A new session's connect attempts last at most a quarter of it
+            (within [0.5, 2] s) each, so a ps task reachable again after a partition is
+            reached within about one ping interval. Long pushes and synchronous waits never count as silence.
         auth_secret: psrt only. The job's shared secret (str or bytes) for sessions and
             servers made with this config; default: ``PSRT_AUTH_SECRET``, else the file named
             by ``PSRT_AUTH_SECRET_FILE``, else none. With a secret, every connection proves

@@ -4,9 +4,12 @@ supervisor.py).
 
 The chief initializes the variables or restores them from the latest checkpoint; the other
 workers wait until the variables they use are initialized on the ps tasks; hooks stop and
-save; and when a ps task is lost and comes back, ``run`` re-creates the session (the chief
-restores the latest checkpoint) instead of surfacing AbortedError/UnavailableError. Beyond
-TF, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
+save; and when a ps task is lost and comes back, ``run`` re-creates the session instead of
+surfacing AbortedError/UnavailableError. Beyond TF, the re-created chief session (and a
+restarted chief's first one) restores from the latest checkpoint only the variables of the
+ps tasks that lost them, keeping the newer values the others still hold (a healed
+partition loses no step; TF restores everything): see
+:meth:`psrt.train.SessionManager.prepare_session`. Beyond TF too, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
 truncated) is skipped for the newest intact one the ``checkpoint`` state file lists, with
 a WARNING naming both: see :meth:`psrt.train.Saver.restore`.
 
