@@ -273,3 +273,29 @@ def test_a_ps_in_one_gib_refuses_a_three_gib_variable_instead_of_dying(procs):
                     break
                 except OSError:
                     time.sleep(0.1)
+
+
+def test_config_proto_limit_and_a_synchronous_variable_counts_its_gradient_sum(monkeypatch):
+    # ConfigProto's limit wins over the environment (set here to something far larger).
+    monkeypatch.setenv("PSRT_PS_MEMORY_LIMIT", "1G")
+    server = psrt.train.Server({"ps": [f"{LOCALHOST}:0"]}, job_name="ps", task_index=0,
+                               config=psrt.ConfigProto(ps_memory_limit_bytes=3 * MiB))
+    try:
+        c = _client(f"{LOCALHOST}:{server.port}")
+        try:
+            # 1 MiB value + 1 MiB Momentum slot fit ...
+            c.register([(0, "async", "float32", [MiB // 4], "Momentum",
+                         {"learning_rate": 0.1, "momentum": 0.9}, None)])
+            # ... but a synchronous one also holds its step's gradient sum: 3 MiB > 1 MiB left.
+            with pytest.raises(errors.ResourceExhaustedError) as e:
+                c.register([(0, "sync", "float32", [MiB // 4], "Momentum",
+                             {"learning_rate": 0.1, "momentum": 0.9,
+                              "replicas_to_aggregate": 2, "total_num_replicas": 2}, None)])
+            msg = e.value.message
+            # asks 3 MiB (value, slot, sum) of a 3 MiB limit, 2 MiB of it already held
+            assert f"asks for {3 * MiB} bytes" in msg and f"limit is {3 * MiB} bytes" in msg
+            assert "synchronous gradient sum" in msg and f"{2 * MiB} are already held" in msg
+        finally:
+            c.close()
+    finally:
+        server.stop()
