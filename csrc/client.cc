@@ -271,7 +271,7 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s,
   Status st;
   int fd = -1;
   for (;;) {
-    st = psrt::Connect(host, port, &fd);
+    st = psrt::Connect(host, port, &fd, std::max(SecondsLeft(deadline), 0.01));
     if (st.ok()) break;
     double left = SecondsLeft(deadline);
     if (left <= 0)
@@ -289,7 +289,7 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s,
   // The heartbeat connection: the ps task just answered, so it connects at once.
   int hb_fd = -1;
   if (heartbeat_timeout_s_ > 0) {
-    st = psrt::Connect(host, port, &hb_fd);
+    st = psrt::Connect(host, port, &hb_fd, std::max(SecondsLeft(deadline), 1.0));
     if (st.ok())
       st = Handshake(hb_fd, conn->name, kChannelHeartbeat, deadline, nullptr, expect_job,
                      expect_task);

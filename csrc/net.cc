@@ -112,7 +112,7 @@ Status Listen(const std::string& host, int port, int* fd_out, int* bound_port) {
   return last;
 }
 
-Status Connect(const std::string& host, int port, int* fd_out) {
+Status Connect(const std::string& host, int port, int* fd_out, double timeout_s) {
   struct addrinfo* res = nullptr;
   PSRT_RETURN_IF_ERROR(Resolve(host, port, false, &res));
   std::string where = host + ":" + std::to_string(port);
@@ -124,9 +124,36 @@ Status Connect(const std::string& host, int port, int* fd_out) {
       continue;
     }
     int rc;
-    do {
+    if (timeout_s > 0) {
+      // Non-blocking connect bounded by poll, then the socket is blocking again.
+      const int flags = fcntl(fd, F_GETFL, 0);
+      fcntl(fd, F_SETFL, flags | O_NONBLOCK);
       rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    } while (rc != 0 && errno == EINTR);
+      if (rc != 0 && (errno == EINPROGRESS || errno == EINTR)) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int ready;
+        do {
+          ready = poll(&p, 1, static_cast<int>(timeout_s * 1000) + 1);
+        } while (ready < 0 && errno == EINTR);
+        if (ready == 0) {
+          rc = -1;
+          errno = ETIMEDOUT;
+        } else {
+          int err = 0;
+          socklen_t len = sizeof err;
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          rc = err == 0 && ready > 0 ? 0 : -1;
+          errno = err != 0 ? err : (ready < 0 ? errno : 0);
+        }
+      }
+      const int saved = errno;
+      fcntl(fd, F_SETFL, flags);
+      errno = saved;
+    } else {
+      do {
+        rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+      } while (rc != 0 && errno == EINTR);
+    }
     if (rc != 0) {
       last = Unavailable(ErrnoMessage("connect to", where, errno));
       CloseFd(fd);

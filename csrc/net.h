@@ -24,7 +24,10 @@ Status ParseAddress(const std::string& address, std::string* host, int* port);
 Status Listen(const std::string& host, int port, int* fd, int* bound_port);
 
 // One connection attempt to host:port with TCP_NODELAY set. Unavailable on refusal.
-Status Connect(const std::string& host, int port, int* fd);
+// timeout_s > 0: a connect not completed within it (a peer whose SYNs are dropped, e.g. a
+// partition) is Unavailable "timed out" instead of waiting out the kernel's SYN retries, so
+// the caller's next attempt sends a fresh SYN at once when the peer is reachable again.
+Status Connect(const std::string& host, int port, int* fd, double timeout_s = 0);
 
 // Blocking full transfers on a blocking fd. EOF before `n` bytes is Unavailable
 // ("connection closed by <peer>"). `*eof_at_start` (if given) is set when the peer closed

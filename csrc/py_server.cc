@@ -22,11 +22,13 @@ class PyServer {
            uint64_t max_payload, const py::bytes& secret, double hello_timeout,
            double idle_timeout, int max_connections, uint64_t chunk_bytes,
            uint64_t max_inflight_bytes, double stall_timeout, const std::string& cluster_def,
-           double auth_failures_per_s, double auth_failure_burst, double auth_summary_s) {
+           double auth_failures_per_s, double auth_failure_burst, double auth_summary_s,
+           uint64_t memory_limit_bytes) {
     ServerOptions o;
     o.auth_failures_per_s = auth_failures_per_s;
     o.auth_failure_burst = auth_failure_burst;
     o.auth_summary_s = auth_summary_s;
+    o.memory_limit_bytes = memory_limit_bytes;
     o.cluster_def = cluster_def;
     o.host = host;
     o.port = port;
@@ -56,6 +58,7 @@ class PyServer {
   size_t num_variables() const { return server_->store()->size(); }
   std::vector<std::string> take_events() { return server_->TakeEvents(); }
   uint64_t peak_inflight_bytes() const { return server_->PeakInflightBytes(); }
+  uint64_t reserved_bytes() const { return server_->ReservedBytes(); }
   void set_cluster_def(const std::string& def) { Check(server_->SetClusterDef(def)); }
   // jobs: (job, digest, "addr, addr") of the jobs of this task's cluster known in full.
   void set_cluster_jobs(const std::vector<std::tuple<std::string, uint64_t, std::string>>& jobs) {
@@ -74,14 +77,15 @@ void RegisterServer(py::module_& m) {
   py::class_<PyServer>(m, "Server")
       .def(py::init<const std::string&, int, const std::string&, int, uint64_t, const py::bytes&,
                     double, double, int, uint64_t, uint64_t, double, const std::string&, double,
-                    double, double>(),
+                    double, double, uint64_t>(),
            py::arg("host"), py::arg("port"), py::arg("job") = "ps", py::arg("task") = 0,
            py::arg("max_payload") = kDefaultMaxPayload, py::arg("secret") = py::bytes(),
            py::arg("hello_timeout") = 10.0, py::arg("idle_timeout") = 600.0,
            py::arg("max_connections") = 1024, py::arg("chunk_bytes") = uint64_t{512} << 10,
            py::arg("max_inflight_bytes") = uint64_t{256} << 20, py::arg("stall_timeout") = 60.0,
            py::arg("cluster_def") = std::string(), py::arg("auth_failures_per_s") = 1.0,
-           py::arg("auth_failure_burst") = 10.0, py::arg("auth_summary_s") = 10.0)
+           py::arg("auth_failure_burst") = 10.0, py::arg("auth_summary_s") = 10.0,
+           py::arg("memory_limit_bytes") = uint64_t{0})
       .def_property_readonly("port", &PyServer::port)
       .def_property_readonly("incarnation", &PyServer::incarnation)
       .def_property_readonly("stopped", &PyServer::stopped)
@@ -92,6 +96,7 @@ void RegisterServer(py::module_& m) {
       .def("num_variables", &PyServer::num_variables)
       .def("take_events", &PyServer::take_events)
       .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
+      .def("reserved_bytes", &PyServer::reserved_bytes)
       .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"))
       .def("set_cluster_jobs", &PyServer::set_cluster_jobs, py::arg("jobs"));
 }

@@ -41,6 +41,7 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
                                     std::max(m->options.max_inflight_bytes,
                                              m->options.chunk_bytes));
   m->budget.Init(m->options.max_inflight_bytes, m->options.chunk_bytes);
+  m->store.SetMemoryLimit(m->options.memory_limit_bytes);
   PSRT_RETURN_IF_ERROR(m->acceptor.Listen(options.host, options.port));
   std::random_device rd;
   m->incarnation = static_cast<int64_t>(
@@ -96,6 +97,8 @@ bool Server::Wait(double timeout_s) {
 std::vector<std::pair<std::string, int>> Server::DoneWorkers() const {
   return impl_->sync.DoneWorkers();
 }
+
+uint64_t Server::ReservedBytes() const { return impl_->store.memory().reserved(); }
 
 int Server::NumConnections() const { return impl_->acceptor.NumOpen(); }
 

@@ -61,6 +61,10 @@ struct ServerOptions {
   double idle_timeout_s = 600.0;
   // Connections served at once; past it new peers get RESOURCE_EXHAUSTED; <= 0: no limit.
   int max_connections = 1024;
+  // Bytes the variables (values, slots, synchronous sums, table arenas) may hold at most;
+  // registrations and table growth past it are RESOURCE_EXHAUSTED before allocating
+  // (memory_account.h). 0: no limit.
+  uint64_t memory_limit_bytes = 0;
   // The cluster this task belongs to (UTF-8 JSON: {"cluster": {job: [addresses]}, "job_name":
   // ..., "task_index": ...}), returned by CLUSTER_INFO; empty: unknown. At most 1 MiB.
   std::string cluster_def;
@@ -99,6 +103,8 @@ class Server {
 
   // Tasks that sent WorkerDone, as (job, task) pairs.
   std::vector<std::pair<std::string, int>> DoneWorkers() const;
+  // Bytes the variables hold against memory_limit_bytes (memory_account.h).
+  uint64_t ReservedBytes() const;
   // Number of connections currently open.
   int NumConnections() const;
   // The most in-flight payload bytes held at once since the start (<= max_inflight_bytes).

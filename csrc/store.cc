@@ -168,6 +168,26 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
                       ", " + std::to_string(nbytes * (1 + num_slots)) +
                       " bytes in all); nothing was registered");
   };
+  // The memory limit first: the value, every slot and (synchronous, dense) the step's
+  // gradient sum, before a byte is allocated. A table reserves its rows as it grows.
+  const bool sync_sum = spec.replicas_to_aggregate > 0 && !spec.is_table();
+  const uint64_t charge =
+      spec.is_table() ? 0 : uint64_t{nbytes} * (1 + num_slots + (sync_sum ? 1 : 0));
+  if (charge > 0) {
+    std::string what = "the value";
+    if (num_slots) what += " and " + std::to_string(num_slots) + " optimizer slot(s)";
+    if (sync_sum) what += " and the synchronous gradient sum";
+    if (charge != nbytes) what += ", " + std::to_string(nbytes) + " bytes each";
+    what += "; " + Describe(spec);
+    PSRT_RETURN_IF_ERROR(memory_.Reserve(charge, spec.name, what));
+  }
+  struct Unreserve {
+    MemoryAccount* m;
+    uint64_t n;
+    ~Unreserve() {
+      if (m) m->Release(n);
+    }
+  } unreserve{&memory_, charge};
   // Everything that can fail (memory for the value, the slots and the table entries) happens
   // before the variable is published: a failure leaves the store exactly as it was.
   std::unique_ptr<Variable> v;
@@ -177,9 +197,10 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
     v->spec = spec;
     v->num_elements = n;
     v->nbytes = nbytes;
+    v->reserved_bytes = charge;
     if (spec.is_table()) {
       // Rows are allocated as they are created (table.h); the value and slots stay empty.
-      v->table = std::make_unique<HashTable>(spec);
+      v->table = std::make_unique<HashTable>(spec, &memory_);
     } else if (!v->value.Allocate(nbytes)) {
       return exhausted(std::to_string(nbytes) + " bytes");
     }
@@ -206,7 +227,8 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
   } catch (const std::bad_alloc&) {
     return exhausted("memory");
   }
-  // Publish: nothing below allocates.
+  // Publish: nothing below allocates; the variable keeps its reservation.
+  unreserve.m = nullptr;
   Variable* var = v.get();
   chunks_[id >> kChunkBits].load(std::memory_order_acquire)[id & (kChunkSize - 1)].store(
       var, std::memory_order_release);

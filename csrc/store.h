@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "memory_account.h"
 #include "status.h"
 #include "table.h"
 #include "wire.h"
@@ -97,6 +98,7 @@ struct Variable {
   int64_t applies = 0;            // AdagradDA: updates applied since initialization (mu)
   SyncState sync;                 // used when spec.replicas_to_aggregate > 0
   std::unique_ptr<HashTable> table;  // spec.table: the rows (value and slots stay empty)
+  uint64_t reserved_bytes = 0;    // held in the store's MemoryAccount for value, slots, sum
 
   bool is_sync() const { return spec.replicas_to_aggregate > 0; }
   bool is_step_counter() const {
@@ -206,6 +208,13 @@ class VariableStore {
   // HashTable::Evict; FailedPrecondition for an uninitialized table.
   Status TableEvict(Variable* var, uint64_t unseen, uint64_t min_count, size_t* evicted);
 
+  // ---- Memory limit (memory_account.h) -----------------------------------------------------
+  // 0: none. Set before the server serves. Register and a table's growth reserve their bytes
+  // first and are ResourceExhausted (naming the variable, the bytes asked and the limit)
+  // before anything is allocated when they would pass it.
+  void SetMemoryLimit(uint64_t limit) { memory_.SetLimit(limit); }
+  const MemoryAccount& memory() const { return memory_; }
+
   // Snapshot of every variable, in id order.
   std::vector<Variable*> All() const;
   size_t size() const { return count_.load(std::memory_order_acquire); }
@@ -229,6 +238,7 @@ class VariableStore {
   std::atomic<std::atomic<Variable*>*> chunks_[kMaxChunks];
   std::atomic<size_t> count_{0};
 
+  MemoryAccount memory_;
   mutable std::mutex registry_mu_;  // guards by_name_, owned_ and appends
   std::unordered_map<std::string, uint32_t> by_name_;
   std::vector<std::unique_ptr<Variable>> owned_;

@@ -42,13 +42,20 @@ constexpr size_t kMapEntryBytes = 48;
 
 }  // namespace
 
-HashTable::HashTable(const VarSpec& spec)
+HashTable::HashTable(const VarSpec& spec, MemoryAccount* memory)
     : spec_(spec),
+      memory_(memory),
       row_elements_(static_cast<size_t>(spec.RowElements())),
       row_bytes_(static_cast<size_t>(spec.RowElements()) * DTypeSize(spec.dtype)),
       num_slots_(NumSlots(spec.optimizer)) {}
 
-HashTable::~HashTable() = default;
+HashTable::~HashTable() {
+  if (memory_ != nullptr) memory_->Release(uint64_t{capacity_} * capacity_row_bytes());
+}
+
+size_t HashTable::capacity_row_bytes() const {
+  return row_bytes_ * (1 + num_slots_) + 8 + 8 + 8 + 1 + sizeof(size_t) + kMapEntryBytes;
+}
 
 size_t HashTable::rows() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -58,7 +65,7 @@ size_t HashTable::rows() const {
 size_t HashTable::bytes() const {
   std::lock_guard<std::mutex> l(mu_);
   return capacity_ * (row_bytes_ * (1 + num_slots_) + 8 + 8 + 8 + 1 + sizeof(size_t)) +
-         pos_.size() * kMapEntryBytes;
+         pos_.size() * kMapEntryBytes;  // (the memory limit charges a map entry per capacity row)
 }
 
 std::string HashTable::LimitMessage(size_t want) const {
@@ -79,11 +86,21 @@ Status HashTable::Reserve(size_t need) {
                       " bytes for the values and slots); nothing was created");
   };
   if (row_bytes_ != 0 && cap > SIZE_MAX / row_bytes_ / 2) return exhausted();
+  // The memory limit before any allocation: the rows the arenas grow by, with their metadata.
+  // (The old arenas are freed once copied, so the peak is briefly higher than what is held.)
+  const uint64_t grow = uint64_t{cap - capacity_} * capacity_row_bytes();
+  if (memory_ != nullptr)
+    PSRT_RETURN_IF_ERROR(memory_->Reserve(
+        grow, spec_.name,
+        "growing the table from " + std::to_string(capacity_) + " to " + std::to_string(cap) +
+            " rows of " + std::to_string(capacity_row_bytes()) +
+            " bytes (value, slots, row metadata); nothing was created"));
   std::vector<uint8_t*> fresh(columns, nullptr);
   for (int c = 0; c < columns; ++c) {
     fresh[c] = AllocRows(cap * row_bytes_);
     if (fresh[c] == nullptr) {
       for (uint8_t* p : fresh) std::free(p);
+      if (memory_ != nullptr) memory_->Release(grow);
       return exhausted();
     }
   }
@@ -97,6 +114,7 @@ Status HashTable::Reserve(size_t need) {
       for (int c = 0; c < columns; ++c) arenas_.push_back(std::make_unique<Arena>());
   } catch (const std::bad_alloc&) {
     for (uint8_t* p : fresh) std::free(p);
+    if (memory_ != nullptr) memory_->Release(grow);
     return exhausted();
   }
   for (int c = 0; c < columns; ++c) {

@@ -18,8 +18,8 @@
 // create rows, row updates, export, import, eviction), so an update never sees a half-created
 // row and an arena never moves under a reader. Updates are therefore serialized per table
 // (as TF's use_locking=True), whatever the VarSpec says.
-// Errors: ResourceExhausted when the row limit (max_rows) or memory would be exceeded; then
-// nothing is created or changed.
+// Errors: ResourceExhausted when the row limit (max_rows), the ps task's memory limit
+// (memory_account.h) or memory would be exceeded; then nothing is created or changed.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "memory_account.h"
 #include "status.h"
 #include "wire.h"
 
@@ -39,7 +40,9 @@ namespace psrt {
 class HashTable {
  public:
   // spec: the table's declaration (shape [0, row dims...], dtype, optimizer, init, max_rows).
-  explicit HashTable(const VarSpec& spec);
+  // memory: the ps task's account every growth of the arenas reserves its bytes in first
+  // (null: none); it must outlive the table.
+  explicit HashTable(const VarSpec& spec, MemoryAccount* memory = nullptr);
   ~HashTable();
   HashTable(const HashTable&) = delete;
   HashTable& operator=(const HashTable&) = delete;
@@ -91,7 +94,11 @@ class HashTable {
   void ClearLocked();                    // requires mu_
   std::string LimitMessage(size_t want) const;
 
+  // Bytes one row of capacity holds: value, slots and per-position metadata, map entry.
+  size_t capacity_row_bytes() const;
+
   VarSpec spec_;
+  MemoryAccount* memory_;
   size_t row_elements_;
   size_t row_bytes_;
   int num_slots_;

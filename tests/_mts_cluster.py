@@ -401,7 +401,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
     after each run), max_wait_secs, connect_timeout_secs, heartbeat_timeout_secs, init_seed
     (the chief's initial
     values), pause_before_training (seconds), report_step (emit "reached" once the global
-    step is >= it), record_dir (chief: record the pulled state after each re-created
+    step is >= it), report_every (emit "step" after every N-th run), record_dir (chief: record the pulled state after each re-created
     session), recovery_pause (seconds to hold back after a re-created session).
 
     Events: started, session (per created session: its number, step and pulled state),
@@ -462,6 +462,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
                               heartbeat_timeout_secs=float(cfg.get("heartbeat_timeout_secs", 20)))
     runs, first, step = 0, None, None
     report_step = cfg.get("report_step")
+    report_every = int(cfg.get("report_every", 0))
     step_sleep = float(cfg.get("step_sleep", 0.0))
     try:
         with psrt.train.MonitoredTrainingSession(
@@ -476,6 +477,8 @@ def worker_main(cfg: dict[str, Any]) -> None:
                 if first is None:
                     first = step
                     emit("first_step", step=step, seen=model.first_seen)
+                if report_every and runs % report_every == 0:
+                    emit("step", step=step)
                 if report_step is not None and step >= report_step:
                     emit("reached", step=step)
                     report_step = None

@@ -128,6 +128,7 @@ class Server:
         auth_failures_per_s: float = 1.0,
         auth_failure_burst: float = 10.0,
         auth_summary_s: float = 10.0,
+        memory_limit_bytes: int = 0,
     ) -> None:
         """secret: the job's shared secret (b"": no authentication); with one every connection
         must answer HELLO's HMAC-SHA256 challenge before any other request. hello_timeout
@@ -145,7 +146,9 @@ class Server:
         unlimited); past it the host's new connections are refused at accept with
         UNAVAILABLE, and what was refused is summarized in the events once per
         auth_summary_s seconds ("refused N failed authentications from HOST in the last S
-        s")."""
+        s"). memory_limit_bytes: the bytes this task's variables (values, slots, synchronous
+        sums, table rows) may hold (0: no limit); a registration, table growth or initial
+        value past it is RESOURCE_EXHAUSTED, refused before anything is allocated."""
     @property
     def port(self) -> int:
         """The bound port (the OS's choice when constructed with port 0)."""
@@ -164,6 +167,8 @@ class Server:
     def num_variables(self) -> int: ...
     def peak_inflight_bytes(self) -> int:
         """The most received-but-unapplied payload bytes held at once so far."""
+    def reserved_bytes(self) -> int:
+        """The bytes held against memory_limit_bytes now."""
     def set_cluster_def(self, cluster_def: str) -> None:
         """Replaces what CLUSTER_INFO answers (JSON, at most 1 MiB; InvalidArgumentError
         past it)."""

@@ -112,7 +112,9 @@ class ConfigProto:
             unanswered this long (a stopped or hung process, a vanished host) fails the
             pending run with UnavailableError naming ``/job:ps/task:K`` and its address, which
             MonitoredTrainingSession recovers from like a lost ps task. Default 20 s; 0
-            disables it. Long pushes and synchronous waits never count as silence.
+            disables it. A new session's connect attempts last at most a quarter of it
+            (within [0.5, 2] s) each, so a ps task reachable again after a partition is
+            reached within about one ping interval. Long pushes and synchronous waits never count as silence.
         auth_secret: psrt only. The job's shared secret (str or bytes) for sessions and
             servers made with this config; default: ``PSRT_AUTH_SECRET``, else the file named
             by ``PSRT_AUTH_SECRET_FILE``, else none. With a secret, every connection proves
@@ -141,6 +143,13 @@ class ConfigProto:
             task's ``max_inflight_bytes`` (else ResourceExhaustedError) and costs the
             overlap of receiving and applying (benchmarks/test_bench_transport.py).
             Synchronous training needs none: a step-tagged gradient counts only whole.
+        ps_memory_limit_bytes: psrt only, for servers made with this config: the bytes a
+            ps task's variables (values, optimizer slots, synchronous sums, table rows) may
+            hold; a registration, table growth or initial value past it is refused with
+            ResourceExhaustedError naming the variable, the bytes asked and the limit, before
+            anything is allocated. None (default): ``PSRT_PS_MEMORY_LIMIT`` (bytes, or with a
+            K/M/G/T suffix), else the cgroup's or the machine's memory minus a margin
+            (psrt.runtime.memory_limit); 0: no limit.
         device_filters, allow_soft_placement, log_device_placement, ...: accepted and
             ignored, for TF compatibility.
 
@@ -154,7 +163,8 @@ class ConfigProto:
                  hello_timeout_secs: float = 10.0, idle_timeout_secs: float = 600.0,
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
                  chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
-                 atomic_pushes: bool = False, **ignored: Any) -> None:
+                 atomic_pushes: bool = False, ps_memory_limit_bytes: int | None = None,
+                 **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
@@ -181,4 +191,9 @@ class ConfigProto:
             raise ValueError(f"sync_timeout_secs must be > 0 seconds; got {sync_timeout_secs!r}")
         self.sync_timeout_secs = float(sync_timeout_secs)
         self.atomic_pushes = bool(atomic_pushes)
+        if ps_memory_limit_bytes is not None and not int(ps_memory_limit_bytes) >= 0:
+            raise ValueError(f"ps_memory_limit_bytes must be >= 0 bytes (0: no limit) or None; "
+                             f"got {ps_memory_limit_bytes!r}")
+        self.ps_memory_limit_bytes = (None if ps_memory_limit_bytes is None
+                                      else int(ps_memory_limit_bytes))
         self.ignored = ignored

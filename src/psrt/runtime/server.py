@@ -17,6 +17,7 @@ from psrt.distribute.cluster_spec import ClusterSpec
 from psrt.framework import errors
 from psrt.framework.protos import ConfigProto
 from psrt.runtime import auth as _auth
+from psrt.runtime import memory_limit as _memory_limit
 from psrt.runtime import targets as _targets
 
 _logger = logging.getLogger("psrt")
@@ -45,7 +46,8 @@ class Server:
         config: A :class:`psrt.ConfigProto` (TF's ``config``); the server reads its job secret
             (``auth_secret``), ``hello_timeout_secs``, ``idle_timeout_secs``,
             ``max_connections``, ``chunk_bytes``, ``max_inflight_bytes`` and
-            ``stall_timeout_secs``. Anything else (None, TF's own proto) means the defaults.
+            ``stall_timeout_secs``, ``ps_memory_limit_bytes`` (psrt.runtime.memory_limit).
+            Anything else (None, TF's own proto) means the defaults.
         start: Start serving at once (default True).
 
     Raises:
@@ -54,6 +56,7 @@ class Server:
             malformed address in the cluster (no port, a port out of range, ...), naming it,
             its job and its index (:class:`ClusterSpec`).
         UnavailableError: the port is already in use (the message says "already in use").
+        ValueError: a bad ``PSRT_PS_MEMORY_LIMIT``, naming it and the valid forms.
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
@@ -85,6 +88,8 @@ class Server:
         self._lock = threading.Lock()
         self._config = config if isinstance(config, ConfigProto) else ConfigProto()
         self._secret = _auth.resolve_secret(self._config.auth_secret)
+        self._memory_limit = _memory_limit.resolve_memory_limit(
+            self._config.ps_memory_limit_bytes)
         if start:
             self.start()
 
@@ -136,7 +141,8 @@ class Server:
                                       _core.DEFAULT_MAX_PAYLOAD, self._secret,
                                       c.hello_timeout_secs, c.idle_timeout_secs,
                                       c.max_connections, c.chunk_bytes, c.max_inflight_bytes,
-                                      c.stall_timeout_secs)
+                                      c.stall_timeout_secs,
+                                      memory_limit_bytes=self._memory_limit)
             _auth.warn_if_unprotected(self._host, self._core.port, self._secret, self._name())
             if self._port == 0:
                 # Make the cluster (and so sessions of this process) name the bound port.

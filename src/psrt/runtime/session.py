@@ -38,6 +38,17 @@ _logger = logging.getLogger("psrt")
 # second one.
 _CONNECT_FIRST_LOG_SECS = 2.0
 _CONNECT_LOG_SECS = 10.0
+# Beyond TF: one connect attempt (TCP connect and HELLO) lasts at most a heartbeat ping
+# interval (a quarter of heartbeat_timeout_secs, within [0.5, 2] s) before a fresh one, so a
+# ps task that is reachable again after a partition is reached within about one interval,
+# not after the kernel's SYN backoff or a 10 s attempt still waiting on a dead connection.
+_ATTEMPT_MIN_SECS, _ATTEMPT_MAX_SECS = 0.5, 2.0
+
+# (address, incarnation) of every ps task a session of this process connected to: a chief
+# session whose ps tasks none of this process's sessions knew is a restarted chief's, which
+# keeps the model they hold (training/session_manager.py).
+_SEEN_PS: set[tuple[str, int]] = set()
+_SEEN_PS_LOCK = threading.Lock()
 
 
 def _parse_target(target: str) -> str:
@@ -80,6 +91,9 @@ class Session:
         self._closed = False
         self._lock = threading.RLock()
         self._own_server: _core.Server | None = None
+        # True once a ps task this session connected to was known to an earlier session of
+        # this process (same address and incarnation).
+        self._psrt_ps_seen_before = False
         secret = _auth.resolve_secret(self._config.auth_secret)
         self._cluster = None
         self._self_task: tuple[str, int] | None = None
@@ -201,12 +215,20 @@ class Session:
         deadline = time.monotonic() + self._config.connect_timeout_secs
         started = time.monotonic()
         next_log = started + _CONNECT_FIRST_LOG_SECS
+        hb = self._config.heartbeat_timeout_secs
+        attempt = (min(max(hb / 4, _ATTEMPT_MIN_SECS), _ATTEMPT_MAX_SECS) if hb > 0
+                   else _ATTEMPT_MAX_SECS)
         while True:
             now = time.monotonic()
             left = deadline - now
             try:
-                self._client.connect(shard, address, max(0.0, min(next_log - now, left)),
+                self._client.connect(shard, address,
+                                     max(0.0, min(next_log - now, left, attempt)),
                                      expect_job, expect_task)
+                key = (address, int(self._client.incarnation(shard)))
+                with _SEEN_PS_LOCK:
+                    self._psrt_ps_seen_before = self._psrt_ps_seen_before or key in _SEEN_PS
+                    _SEEN_PS.add(key)
                 if time.monotonic() > started + _CONNECT_FIRST_LOG_SECS:
                     _logger.info("Connected to %s after %.0f s", name,
                                  time.monotonic() - started)

@@ -4,9 +4,12 @@ supervisor.py).
 
 The chief initializes the variables or restores them from the latest checkpoint; the other
 workers wait until the variables they use are initialized on the ps tasks; hooks stop and
-save; and when a ps task is lost and comes back, ``run`` re-creates the session (the chief
-restores the latest checkpoint) instead of surfacing AbortedError/UnavailableError. Beyond
-TF, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
+save; and when a ps task is lost and comes back, ``run`` re-creates the session instead of
+surfacing AbortedError/UnavailableError. Beyond TF, the re-created chief session (and a
+restarted chief's first one) restores from the latest checkpoint only the variables of the
+ps tasks that lost them, keeping the newer values the others still hold (a healed
+partition loses no step; TF restores everything): see
+:meth:`psrt.train.SessionManager.prepare_session`. Beyond TF too, a corrupt latest checkpoint (a tensor's CRC-32C does not match, or the file is
 truncated) is skipped for the newest intact one the ``checkpoint`` state file lists, with
 a WARNING naming both: see :meth:`psrt.train.Saver.restore`.
 
@@ -198,13 +201,21 @@ class ChiefSessionCreator(SessionCreator):
         self._checkpoint_dir = checkpoint_dir
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
         self._finalized = False
+        self._created = 0
 
     def create_session(self) -> Session:
-        """Finalizes the scaffold once, then returns a restored or initialized session."""
+        """Finalizes the scaffold once, then returns a restored or initialized session.
+
+        Beyond TF, a session created again (MonitoredSession's recovery) keeps what the ps
+        tasks still hold and restores only a lost task's variables
+        (:meth:`SessionManager.prepare_session`)."""
         if not self._finalized:
             self._scaffold.finalize()
             self._finalized = True
-        return _session_manager(self._scaffold).prepare_session(
+        manager = _session_manager(self._scaffold)
+        manager._psrt_recovering = self._created > 0
+        self._created += 1
+        return manager.prepare_session(
             self._master, init_op=self._scaffold.init_op, saver=self._scaffold.saver,
             checkpoint_dir=self._checkpoint_dir, config=self._config,
             init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn,

@@ -8,6 +8,7 @@ import time
 from typing import Any, Callable
 
 from psrt.checkpoint import checkpoint_management as _checkpoint_management
+from psrt.checkpoint.saver import Saver
 from psrt.framework import errors
 from psrt.ops import variables as _variables
 from psrt.runtime.session import Session
@@ -43,6 +44,15 @@ class SessionManager:
         self._graph = graph
         self._recovery_wait_secs = recovery_wait_secs
         self._local_init_feed_dict = local_init_feed_dict
+        # Beyond TF: set by a session creator re-creating its session after a preemption, so
+        # that what the ps tasks still hold is kept (see prepare_session).
+        self._psrt_recovering = False
+
+    def _keeps_held_state(self, sess: Session) -> bool:
+        """Whether ``sess`` keeps the variables its ps tasks still hold instead of TF's
+        restore-everything: when re-created after a preemption, or when no earlier session of
+        this process knew these ps tasks (a restarted chief)."""
+        return self._psrt_recovering or not getattr(sess, "_psrt_ps_seen_before", True)
 
     def _ready_op_or_default(self) -> Any:
         return self._ready_op or _variables.report_uninitialized_variables()
@@ -54,7 +64,11 @@ class SessionManager:
         if not saver or not (checkpoint_dir or checkpoint_filename_with_path):
             return sess, False
         if checkpoint_filename_with_path:
-            saver.restore(sess, checkpoint_filename_with_path)
+            try:
+                self._restore(sess, saver, checkpoint_filename_with_path)
+            except BaseException:
+                sess.close()
+                raise
             return sess, True
         deadline = time.monotonic() + max_wait_secs
         path = _checkpoint_management.latest_checkpoint(checkpoint_dir)
@@ -64,7 +78,7 @@ class SessionManager:
         if path is None:
             return sess, False
         try:
-            saver.restore(sess, path)
+            self._restore(sess, saver, path)
         except BaseException:
             sess.close()
             raise
@@ -75,6 +89,45 @@ class SessionManager:
             saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
         return sess, True
 
+    def _restore(self, sess: Session, saver: Any, path: str) -> None:
+        if self._keeps_held_state(sess):
+            self._restore_lost(sess, saver, path)
+        else:
+            saver.restore(sess, path)
+
+    def _restore_lost(self, sess: Session, saver: Any, path: str) -> None:
+        """Restores from ``path`` only the variables whose ps task lost them (uninitialized
+        there: the task restarted), keeping every variable a ps task still holds.
+
+        TF's SessionManager restores every variable whenever a checkpoint exists, so a chief
+        restart, or a ps task lost while the others kept running, rolls the whole model back
+        to the checkpoint. psrt's ps tasks keep their state across a chief restart and a
+        healed partition, so what they hold is newer than any checkpoint: it is kept, and a
+        restarted ps task's variables (with their optimizer slots) are the only ones
+        restored. A saver that is not a :class:`psrt.train.Saver` restores everything, as TF.
+        """
+        missing = set(self._uninitialized(sess))
+        pairs = None
+        if isinstance(saver, Saver):
+            saver.build()
+            pairs = saver._pairs
+        if pairs is None:
+            saver.restore(sess, path)
+            return
+        lost = [(key, v) for key, v in pairs if _variable_names(v) & missing]
+        if len(lost) == len(pairs):
+            saver.restore(sess, path)
+            return
+        if not lost:
+            _logger.info("Every ps task still holds its variables: keeping them, not restoring "
+                         "the older checkpoint %s", path)
+            return
+        _logger.warning("Restoring %d of %d variables from %s, the ones whose ps task lost "
+                        "them (%s); the others keep the newer values their ps tasks hold",
+                        len(lost), len(pairs), path,
+                        ", ".join(sorted(key for key, _ in lost)[:10]))
+        Saver(var_list=dict(lost), reshape=saver._reshape).restore(sess, path)
+
     def prepare_session(self, master: str, init_op: Any = None, saver: Any = None,
                         checkpoint_dir: str | None = None, wait_for_checkpoint: bool = False,
                         max_wait_secs: float = 7200, config: Any = None,
@@ -82,6 +135,16 @@ class SessionManager:
                         checkpoint_filename_with_path: str | None = None) -> Session:
         """The chief's session: restored from the latest checkpoint in ``checkpoint_dir`` if
         there is one, else initialized with ``init_op`` and ``init_fn``, as TF.
+
+        Beyond TF, when the session is re-created after a preemption (a lost ps task, a
+        partition: MonitoredSession's recovery) or no earlier session of this process knew
+        these ps tasks (a restarted chief): a variable its ps task still holds (initialized
+        there: the task did not restart) is kept, never rolled back to the checkpoint; only
+        the variables of a ps task that lost them are restored (see ``_restore_lost``). With
+        no checkpoint, a model its ps tasks hold whole is kept too (``init_op`` and
+        ``init_fn`` do not run); a model partly lost is initialized with them, as TF. A
+        further chief session of a process that already used these ps tasks restores (or
+        initializes) everything, as TF.
 
         The restore goes through ``saver.restore``, so with a :class:`psrt.train.Saver` a
         corrupt latest checkpoint (DataLossError: a tensor's CRC-32C does not match, or the
@@ -98,6 +161,11 @@ class SessionManager:
                                                   checkpoint_filename_with_path,
                                                   wait_for_checkpoint, max_wait_secs, config)
         try:
+            if (not restored and self._keeps_held_state(sess) and _variables.global_variables()
+                    and not self._uninitialized(sess)):
+                _logger.info("Every ps task still holds its variables: keeping them, not "
+                             "running the init op")
+                restored = True
             if not restored:
                 if not init_op and not init_fn:
                     raise RuntimeError("Model is not initialized and no init_op or init_fn "
@@ -180,3 +248,10 @@ class SessionManager:
         except BaseException:
             sess.close()
             raise
+
+
+def _variable_names(v: Any) -> set[str]:
+    """The names report_uninitialized_variables gives ``v`` (each part of a partitioned
+    variable)."""
+    parts = v._get_variable_list() if hasattr(v, "_get_variable_list") else [v]
+    return {getattr(p, "name", str(p)) for p in parts}
