@@ -193,24 +193,27 @@ class Tasks:
 
     def ps(self, n: int, workers: int, ports: list[int] | None = None,
            exit_when_workers_done: list[Any] | None = None,
-           env: list[dict[str, str] | None] | None = None) -> list[Task]:
+           env: list[dict[str, str] | None] | None = None,
+           behind_proxy: bool = False) -> list[Task]:
         """Starts ``n`` ps tasks of a cluster with ``workers`` worker tasks and waits until
         each listens. With ``ports`` None each binds port 0 (the OS picks; see
         :func:`ps_ports`)."""
         tasks = [self.ps_task(i, n, workers, ports[i] if ports else 0,
                               (exit_when_workers_done or [None] * n)[i],
-                              (env or [None] * n)[i]) for i in range(n)]
+                              (env or [None] * n)[i], behind_proxy) for i in range(n)]
         for t in tasks:
             t.expect("ready")
         return tasks
 
     def ps_task(self, index: int, n: int, workers: int, port: int = 0,
-                exit_when_workers_done: Any = None, env: dict[str, str] | None = None) -> Task:
+                exit_when_workers_done: Any = None, env: dict[str, str] | None = None,
+                behind_proxy: bool = False) -> Task:
         """Starts ps task ``index`` of ``n`` on ``port`` (0: any); does not wait."""
         cluster = {"ps": [f"{LOCALHOST}:{port if i == index else 0}" for i in range(n)],
                    "worker": [f"{LOCALHOST}:0"] * workers}
         return self.start(f"ps{index}", "ps", {"cluster": cluster, "task_index": index,
-                                                "exit_when_workers_done": exit_when_workers_done},
+                                                "exit_when_workers_done": exit_when_workers_done,
+                                                "behind_proxy": behind_proxy},
                           env)
 
     def worker(self, name: str, ps: list[Task], workers: int, task_index: int,
@@ -384,10 +387,15 @@ def _exit_with_parent() -> None:
 
 def ps_main(cfg: dict[str, Any]) -> None:
     """A ps task: serves until SIGTERM (exit 0), or until every worker finished when
-    ``exit_when_workers_done`` (None: the PSRT_EXIT_WHEN_WORKERS_DONE variable)."""
+    ``exit_when_workers_done`` (None: the PSRT_EXIT_WHEN_WORKERS_DONE variable).
+    ``behind_proxy``: workers reach this task through a proxy's address, which their cluster
+    names instead of this task's own: the HELLO check of the cluster's digest (wire v6,
+    which would rightly refuse them) is switched off; the job and task index still count."""
     import psrt  # noqa: PLC0415
 
     server = psrt.train.Server(cfg["cluster"], job_name="ps", task_index=cfg["task_index"])
+    if cfg.get("behind_proxy"):
+        server._core.set_cluster_jobs([])
     emit("ready", port=server.port)
     server.join(exit_when_workers_done=cfg.get("exit_when_workers_done"))
     emit("exit")

@@ -179,7 +179,7 @@ class Proxy:
 
 @pytest.mark.slow
 def test_c_a_healed_partition_loses_no_step_and_resumes_within_a_heartbeat(tasks, tmp_path):
-    ps = tasks.ps(1, workers=1)
+    ps = tasks.ps(1, workers=1, behind_proxy=True)
     proxy = Proxy(ps_ports(ps)[0])
     try:
         cluster = {"ps": [f"{LOCALHOST}:{proxy.port}"], "worker": [f"{LOCALHOST}:0"]}
