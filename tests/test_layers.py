@@ -21,7 +21,7 @@ LAYERS = ["platform", "framework", "distribute", "ops", "runtime", "checkpoint",
 LEAVES = {"psrt.launch", "psrt.datasets"}
 FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.init_ops",
          "psrt.feature_column", "psrt.dynamic_embedding", "psrt.embedding_ops", "psrt.image",
-         "psrt.io", "psrt.python_io"]
+         "psrt.io", "psrt.python_io", "psrt.app", "psrt.flags", "psrt.logging", "psrt.gfile"]
 MAX_LINES = 800
 
 

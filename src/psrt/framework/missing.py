@@ -23,8 +23,6 @@ MISSING: dict[tuple[str, str], str] = {
                       "psrt.datasets.mnist's next_batch) or a psrt.train.QueueRunner",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
     ("psrt", "while_loop"): "use a Python loop over numpy values",
-    ("psrt", "app"): "use argparse (or absl.app) for flags",
-    ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
     ("psrt", "local_variables_initializer"): "psrt has no local variables; drop it, or use "
                                              "psrt.global_variables_initializer()",
