@@ -57,7 +57,9 @@ __all__ = [
     "Rename",
     "Stat",
     "Walk",
+    "is_url",
     "join",
+    "local_copy",
     "open_binary",
 ]
 
@@ -65,9 +67,30 @@ _MODES = ("r", "w", "a", "rb", "wb", "ab", "r+", "w+", "a+", "rb+", "wb+", "ab+"
           "r+b", "w+b", "a+b")
 
 
-def _is_url(path: str) -> bool:
+def is_url(path: str) -> bool:
+    """True when ``path`` has a ``scheme://`` prefix (it then goes through fsspec)."""
     scheme, sep, _ = path.partition("://")
     return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def local_copy(path: str, directory: str | None = None) -> str:
+    """Downloads the file ``path`` (a URL) to a new local temporary file, in ``directory``
+    (default: the system's), and returns its path; the caller removes it.
+
+    Raises:
+        NotFoundError: ``path`` does not exist.
+    """
+    import tempfile
+
+    base = path.rstrip("/").rpartition("/")[2] or "file"
+    fd, local = tempfile.mkstemp(prefix=f"psrt-{base}-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as dst, open_binary(path, "rb") as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except BaseException:
+        os.remove(local)
+        raise
+    return local
 
 
 def _fs(path: str) -> tuple[Any, str]:
@@ -114,7 +137,7 @@ def open_binary(path: str, mode: str) -> IO[bytes]:
     the file object; the caller closes it. Errors as the module docstring says."""
     path = _path_str(path)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             if "r" in mode and not fs.exists(p):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
@@ -253,6 +276,16 @@ class GFile:
             except OSError as e:
                 raise _error(e, self._name) from e
 
+    def __del__(self) -> None:
+        # As TF's FileIO, whose C++ file closes when the object goes: a GFile read without
+        # a ``with`` (``GFile(p).read()``) leaks no handle.
+        f = self.__dict__.get("_file")
+        if f is not None:
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001,S110 (nothing to tell at collection)
+                pass
+
     def __enter__(self) -> GFile:
         return self
 
@@ -282,10 +315,10 @@ class FileStatistics:
 def join(path: str, *paths: str) -> str:
     """Joins path parts with "/" for URLs, ``os.path.join`` for local paths."""
     path = _path_str(path)
-    if _is_url(path):
+    if is_url(path):
         out = path
         for p in paths:
-            out = p if _is_url(p) else out.rstrip("/") + "/" + p.lstrip("/")
+            out = p if is_url(p) else out.rstrip("/") + "/" + p.lstrip("/")
         return out
     return os.path.join(path, *paths)
 
@@ -294,7 +327,7 @@ def Exists(filename: Any) -> bool:  # noqa: N802 (TF's name)
     """True when ``filename`` (a file or a directory) exists."""
     path = _path_str(filename)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             return bool(fs.exists(p))
         return os.path.exists(path)
@@ -306,7 +339,7 @@ def IsDirectory(dirname: Any) -> bool:  # noqa: N802 (TF's name)
     """True when ``dirname`` is a directory (on object stores: a prefix with objects)."""
     path = _path_str(dirname)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             return bool(fs.isdir(p))
         return os.path.isdir(path)
@@ -322,7 +355,7 @@ def MakeDirs(dirname: Any) -> None:  # noqa: N802 (TF's name)
     """
     path = _path_str(dirname)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             fs.makedirs(p, exist_ok=True)
         else:
@@ -342,7 +375,7 @@ def MkDir(dirname: Any) -> None:  # noqa: N802 (TF's name)
     """
     path = _path_str(dirname)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             if fs.exists(p):
                 raise FileExistsError(errno.EEXIST, "File exists", path)
@@ -361,7 +394,7 @@ def Remove(filename: Any) -> None:  # noqa: N802 (TF's name)
     """
     path = _path_str(filename)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             if not fs.exists(p):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
@@ -380,7 +413,7 @@ def DeleteRecursively(dirname: Any) -> None:  # noqa: N802 (TF's name)
     """
     path = _path_str(dirname)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             if not fs.exists(p):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
@@ -404,7 +437,7 @@ def ListDirectory(dirname: Any) -> list[str]:  # noqa: N802 (TF's name)
     if not IsDirectory(path):
         raise NotFoundError(None, None, f"Could not find directory {path}")
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             base = p.rstrip("/")
             names = [e.rstrip("/").rpartition("/")[2] for e in fs.ls(p, detail=False)
@@ -420,7 +453,7 @@ def Glob(filename: Any) -> list[str]:  # noqa: N802 (TF's name)
     the pattern (a URL pattern gives URLs); an empty list when none match."""
     path = _path_str(filename)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             scheme = path.partition("://")[0]
             return sorted(f"{scheme}://{m.lstrip('/')}" if scheme != "file" else f"file://{m}"
@@ -446,11 +479,11 @@ def Rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:  # noqa
     old, new = _path_str(oldname), _path_str(newname)
     _exists_guard(new, overwrite, f"Rename({old!r})")
     try:
-        if _is_url(old) or _is_url(new):
+        if is_url(old) or is_url(new):
             if not Exists(old):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", old)
-            fs_old, p_old = _fs(old) if _is_url(old) else (None, old)
-            fs_new, p_new = _fs(new) if _is_url(new) else (None, new)
+            fs_old, p_old = _fs(old) if is_url(old) else (None, old)
+            fs_new, p_new = _fs(new) if is_url(new) else (None, new)
             if fs_old is not None and fs_new is not None and type(fs_old) is type(fs_new):
                 fs_old.mv(p_old, p_new)
                 return
@@ -472,7 +505,7 @@ def Copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:  # noqa: 
     old, new = _path_str(oldpath), _path_str(newpath)
     _exists_guard(new, overwrite, f"Copy({old!r})")
     try:
-        if not (_is_url(old) or _is_url(new)):
+        if not (is_url(old) or is_url(new)):
             shutil.copyfile(old, new)
             return
         with open_binary(old, "rb") as src, open_binary(new, "wb") as dst:
@@ -501,7 +534,7 @@ def Stat(filename: Any) -> FileStatistics:  # noqa: N802 (TF's name)
     """
     path = _path_str(filename)
     try:
-        if _is_url(path):
+        if is_url(path):
             fs, p = _fs(path)
             info = fs.info(p)
             is_dir = info.get("type") == "directory"
