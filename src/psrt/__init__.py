@@ -12,6 +12,8 @@ without an init) gets a SIGTERM handler, so it ends on SIGTERM as any other proc
 (``psrt/platform/sigterm.py``).
 """
 
+import importlib as _importlib
+
 from psrt.platform import psrt_logging as _logging
 from psrt.platform import sigterm as _sigterm
 
@@ -270,9 +272,14 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     """``psrt.Summary`` (TF1's ``tf.Summary`` protocol buffer), imported on first use: its
     module (tensorboardX's) takes ~70 ms to import, paid only where summaries are written.
+    ``psrt.compat`` (``tf.compat.v1``, which re-exports psrt) is imported on first use too.
     A TF1 name psrt lacks raises an AttributeError saying what to use instead."""
     if name == "Summary":
         return summary.Summary
+    if name == "compat":
+        # tf.compat.v1 re-exports this whole namespace, so psrt cannot import it while it
+        # is being built: it is imported on first use (``import psrt.compat.v1`` works too).
+        return _importlib.import_module("psrt.compat")
     err = _missing.missing("psrt", name)
     if err is not None:
         raise err
