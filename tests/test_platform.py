@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import psrt as tf
@@ -273,3 +274,77 @@ def test_an_application_configured_first_gets_records_once(tmp_path):
 def test_tf_logging_is_not_the_psrt_logger():
     assert tf_logging.LOGGER_NAME == "tensorflow"
     assert tf.logging.get_logger() is not logging.getLogger("psrt")
+
+
+# A TF1 between-graph PS script, flags to training, as TF1's distributed docs write it
+# (https://github.com/tensorflow/docs/blob/r1.15/site/en/deploy/distributed.md, "Putting it
+# all together"), `import tensorflow as tf` replaced: a real ps and worker process.
+_PS_SCRIPT = textwrap.dedent('''
+    import numpy as np
+    import psrt as tf
+
+    FLAGS = tf.app.flags.FLAGS
+    tf.app.flags.DEFINE_string("ps_hosts", "", "Comma-separated list of hostname:port pairs")
+    tf.app.flags.DEFINE_string("worker_hosts", "", "Comma-separated list of hostname:port")
+    tf.app.flags.DEFINE_string("job_name", "", "One of 'ps', 'worker'")
+    tf.app.flags.DEFINE_integer("task_index", 0, "Index of task within the job")
+    tf.app.flags.DEFINE_integer("steps", 5, "Training steps")
+
+    def main(_):
+        tf.logging.set_verbosity(tf.logging.INFO)
+        cluster = tf.train.ClusterSpec({"ps": FLAGS.ps_hosts.split(","),
+                                        "worker": FLAGS.worker_hosts.split(",")})
+        server = tf.train.Server(cluster, job_name=FLAGS.job_name,
+                                 task_index=FLAGS.task_index)
+        if FLAGS.job_name == "ps":
+            print("ps ready", flush=True)
+            server.join()
+            return
+        with tf.device(tf.train.replica_device_setter(
+                worker_device="/job:worker/task:%d" % FLAGS.task_index, cluster=cluster)):
+            w = tf.Variable(np.zeros(2, np.float32), name="w")
+            global_step = tf.train.get_or_create_global_step()
+            loss = tf.reduce_sum(tf.square(w - tf.constant([1.0, -2.0])))
+            train_op = tf.train.GradientDescentOptimizer(0.25).minimize(
+                loss, global_step=global_step)
+        hooks = [tf.train.StopAtStepHook(last_step=FLAGS.steps)]
+        with tf.train.MonitoredTrainingSession(master=server.target, is_chief=True,
+                                               hooks=hooks) as sess:
+            while not sess.should_stop():
+                _, step = sess.run([train_op, global_step])
+                tf.logging.log_every_n(tf.logging.INFO, "step %d", 2, step)
+            print("w=%s" % np.round(sess.run(w), 6).tolist(), flush=True)
+
+    if __name__ == "__main__":
+        tf.app.run()
+''')
+
+
+def test_a_tf1_ps_script_trains_from_its_command_line(tmp_path):
+    from _cluster import free_ports, read_line, reap
+
+    script = tmp_path / "trainer.py"
+    script.write_text(_PS_SCRIPT)
+    ps_port, worker_port = free_ports(2)
+    env = dict(os.environ, PSRT_LOG_LEVEL="WARNING")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+    common = [f"--ps_hosts=127.0.0.1:{ps_port}", f"--worker_hosts=127.0.0.1:{worker_port}"]
+    ps = subprocess.Popen([sys.executable, str(script), *common, "--job_name=ps",
+                           "--task_index=0"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        read_line(ps, "ps ready")
+        worker = subprocess.run([sys.executable, str(script), *common, "--job_name=worker",
+                                 "--task_index=0", "--steps=6"], capture_output=True,
+                                text=True, env=env, timeout=120)
+        assert worker.returncode == 0, worker.stderr
+        # w -> w - 0.25 * 2 (w - t) = (w + t) / 2 each step: after 6 steps t * (1 - 2**-6)
+        assert worker.stdout.strip() == "w=%s" % np.round(
+            np.array([1.0, -2.0], np.float32) * (1 - 2.0 ** -6), 6).tolist()
+        # absl.app.run (tf.app.run) puts absl's handler on the root logger before main, so
+        # tf.logging's records come out in absl's glog format, naming the script's line;
+        # log_every_n(..., 2) logs steps 1, 3, 5.
+        logged = [line.partition("] ")[2] for line in worker.stderr.splitlines()
+                  if line.startswith("I") and " trainer.py:" in line]
+        assert logged == ["step 1", "step 3", "step 5"], worker.stderr
+    finally:
+        reap(ps)
