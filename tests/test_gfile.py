@@ -334,3 +334,21 @@ def test_s3_saver_checkpoint_round_trip(s3_bucket, tmp_path):
     finally:
         server.stop()
         tf.reset_default_graph()
+
+
+def test_s3_file_writer_uploads_its_event_file(s3_bucket):
+    from tensorboardX.proto import event_pb2
+    logdir = f"{s3_bucket}/logs"
+    writer = tf.summary.FileWriter(logdir)
+    writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=0.5)]), 3)
+    writer.flush()
+    names = tf.gfile.ListDirectory(logdir)
+    assert len(names) == 1 and names[0].startswith("events.out.tfevents.")
+    writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=0.25)]), 4)
+    writer.close()
+    # An event file is TFRecord-framed Event protos: read it back from s3 as records.
+    events = [event_pb2.Event.FromString(r)
+              for r in tf.python_io.tf_record_iterator(f"{logdir}/{names[0]}")]
+    assert events[0].file_version == "brain.Event:2"
+    values = [(e.step, v.tag, v.simple_value) for e in events for v in e.summary.value]
+    assert values == [(3, "loss", 0.5), (4, "loss", 0.25)]
