@@ -249,6 +249,9 @@ def s3_bucket():
     try:
         yield f"s3://{bucket}"
     finally:
+        # The cached event writers of s3 logdirs (CheckpointSaverHook's) upload at close:
+        # close them while the server is up.
+        tf.summary.FileWriterCache.clear()
         s3fs.S3FileSystem.clear_instance_cache()
         if saved_conf is None:
             fsspec.config.conf.pop("s3", None)
@@ -352,3 +355,39 @@ def test_s3_file_writer_uploads_its_event_file(s3_bucket):
     assert events[0].file_version == "brain.Event:2"
     values = [(e.step, v.tag, v.simple_value) for e in events for v in e.summary.value]
     assert values == [(3, "loss", 0.5), (4, "loss", 0.25)]
+
+
+def test_s3_monitored_training_session_checkpoints_and_resumes(s3_bucket):
+    # TF1's MonitoredTrainingSession(checkpoint_dir=...) with the directory on S3: the chief
+    # saves there (CheckpointSaverHook, at the end too) and a new session resumes from it.
+    ckpt_dir = f"{s3_bucket}/mts"
+    server = tf.train.Server.create_local_server()
+    try:
+        def run(last_step):
+            tf.reset_default_graph()
+            w = tf.Variable(np.zeros(2, np.float32), name="w")
+            step = tf.train.get_or_create_global_step()
+            loss = tf.reduce_sum(tf.square(w - tf.constant([1.0, 3.0])))
+            train = tf.train.GradientDescentOptimizer(0.25).minimize(loss, global_step=step)
+            seen = []
+            with tf.train.MonitoredTrainingSession(
+                    master=server.target, is_chief=True, checkpoint_dir=ckpt_dir,
+                    save_summaries_steps=None, save_summaries_secs=None,
+                    hooks=[tf.train.StopAtStepHook(last_step=last_step)]) as sess:
+                seen.append(int(sess.run(step)))
+                while not sess.should_stop():
+                    sess.run(train)
+            return seen[0]
+
+        first = run(3)
+        assert first == 0
+        assert tf.train.latest_checkpoint(ckpt_dir) == f"{ckpt_dir}/model.ckpt-3"
+        resumed = run(5)
+        assert resumed == 3  # restored from s3
+        assert tf.train.latest_checkpoint(ckpt_dir) == f"{ckpt_dir}/model.ckpt-5"
+        np.testing.assert_allclose(
+            tf.train.load_variable(ckpt_dir, "w"),
+            np.array([1.0, 3.0], np.float32) * (1 - 2.0 ** -5), rtol=1e-6)
+    finally:
+        server.stop()
+        tf.reset_default_graph()
