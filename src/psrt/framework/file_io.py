@@ -95,10 +95,11 @@ def local_copy(path: str, directory: str | None = None) -> str:
 
 def _fs(path: str) -> tuple[Any, str]:
     """(fsspec file system, path within it) of a URL."""
-    import fsspec  # third-party, imported on the first URL only (~40 ms)
+    import fsspec  # type: ignore[import-untyped]  # third-party, on the first URL only
 
     try:
-        return fsspec.core.url_to_fs(path)
+        fs, inner = fsspec.core.url_to_fs(path)
+        return fs, str(inner)
     except (ImportError, ValueError) as e:
         scheme = path.partition("://")[0]
         raise UnimplementedError(
@@ -110,7 +111,7 @@ def _path_str(path: Any) -> str:
     if isinstance(path, bytes):
         return path.decode("utf-8")
     if isinstance(path, os.PathLike):
-        return os.fspath(path)  # type: ignore[return-value]
+        return str(os.fspath(path))
     if not isinstance(path, str):
         raise InvalidArgumentError(None, None, f"a path must be str, bytes or os.PathLike, "
                                    f"got {type(path).__name__}: {path!r}")
@@ -252,7 +253,9 @@ class GFile:
         if (offset is None) == (position is None):
             raise InvalidArgumentError(None, None, "seek() needs exactly one of offset and "
                                        f"position, got offset={offset!r}, position={position!r}")
-        return self._handle().seek(offset if offset is not None else position, whence)
+        target = offset if offset is not None else position
+        assert target is not None
+        return self._handle().seek(target, whence)
 
     def tell(self) -> int:
         """The current byte offset."""
@@ -557,7 +560,8 @@ def Walk(top: Any, in_order: bool = True) -> Iterator[tuple[str, list[str], list
         names = ListDirectory(path)
     except NotFoundError:
         return
-    subdirs, files = [], []
+    subdirs: list[str] = []
+    files: list[str] = []
     for name in sorted(names):
         (subdirs if IsDirectory(join(path, name)) else files).append(name)
     here = (path, subdirs, files)

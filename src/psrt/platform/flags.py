@@ -162,10 +162,10 @@ class _FlagValuesWrapper:
     def __dir__(self) -> list[str]:
         return list(self.__dict__["__wrapped"].__dir__())
 
-    def __getitem__(self, name: str) -> Flag:
+    def __getitem__(self, name: str) -> Flag[Any]:
         return self.__dict__["__wrapped"].__getitem__(name)  # type: ignore[no-any-return]
 
-    def __setitem__(self, name: str, flag: Flag) -> None:
+    def __setitem__(self, name: str, flag: Flag[Any]) -> None:
         self.__dict__["__wrapped"].__setitem__(name, flag)
 
     def __len__(self) -> int:
