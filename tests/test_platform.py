@@ -348,3 +348,18 @@ def test_a_tf1_ps_script_trains_from_its_command_line(tmp_path):
         assert logged == ["step 1", "step 3", "step 5"], worker.stderr
     finally:
         reap(ps)
+
+
+def test_a_script_may_define_log_dir_when_it_does_not_call_app_run(tmp_path):
+    # absl.app (so absl.logging and its --log_dir) is imported by tf.app.run only: `import
+    # psrt` leaves the flag name free (mnist_softmax_sync.py's port defines --log_dir).
+    body = textwrap.dedent('''
+        import sys
+        import psrt as tf
+        assert "absl.logging" not in sys.modules
+        tf.flags.DEFINE_string("log_dir", "/tmp/default", "log directory")
+        print(tf.flags.FLAGS.log_dir)
+    ''')
+    result = _run(tmp_path, body, "--log_dir=/tmp/mine")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "/tmp/mine"

@@ -7,14 +7,18 @@ program name first, then unknown ``--flags`` and positional arguments, in order)
 ``main`` is called with. ``main`` defaults to the ``main`` function of the ``__main__`` module.
 The process then exits with ``sys.exit(main(argv))``: status 0 when ``main`` returns None, its
 value otherwise. absl's ``--help``, ``--helpfull`` and ``--flagfile`` work as in TF.
+
+``absl.app`` is imported by ``run`` only, not by ``import psrt``: it imports absl.logging,
+which defines its own flags (``--log_dir``, ``--verbosity``, ``--logtostderr``, ...), and a
+script that defines a ``--log_dir`` flag of its own (several TF1 scripts do) would fail
+with ``DuplicateFlagError`` at import. Such a script still cannot call ``run`` (TF >= 1.5,
+whose app is absl's, has the same clash).
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Any, Callable, NoReturn
-
-from absl import app as _absl_app
 
 from psrt.platform import flags
 
@@ -44,6 +48,8 @@ def run(main: Callable[[list[str]], Any] | None = None,
         if main is None:
             raise AttributeError("tf.app.run() was given no main and the __main__ module "
                                  "defines no main function; pass run(main=fn)")
-    _absl_app.run(main, argv=sys.argv if argv is None else argv,
+    from absl import app as absl_app  # third-party, lazily: see the module docstring
+
+    absl_app.run(main, argv=sys.argv if argv is None else argv,
                   flags_parser=_parse_known_flags)
     raise AssertionError("absl.app.run returned")  # absl.app.run always exits
