@@ -153,8 +153,11 @@ def test_rename_and_copy_with_overwrite(base):
     assert not tf.gfile.Exists(a) and tf.gfile.GFile(c).read() == "AAA"
     tf.gfile.Rename(c, b, overwrite=True)
     assert tf.gfile.GFile(b).read() == "AAA" and not tf.gfile.Exists(c)
-    with pytest.raises(errors.NotFoundError):
+    with pytest.raises(errors.NotFoundError, match="nope; No such file"):
         tf.gfile.Copy(_j(base, "nope"), _j(base, "nope2"))
+    if not base.startswith("memory://"):  # a missing target directory is named, not the source
+        with pytest.raises(errors.NotFoundError, match="no_dir"):
+            tf.gfile.Copy(b, _j(base, "no_dir", "x"))
 
 
 def test_copy_across_file_systems(tmp_path):

@@ -495,7 +495,7 @@ def Rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:  # noqa
         else:
             os.replace(old, new)
     except Exception as e:
-        raise _error(e, old) from e
+        raise _error(e, new if Exists(old) else old) from e
 
 
 def Copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:  # noqa: N802
@@ -514,7 +514,7 @@ def Copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:  # noqa: 
         with open_binary(old, "rb") as src, open_binary(new, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     except Exception as e:
-        raise _error(e, old) from e
+        raise _error(e, new if Exists(old) else old) from e
 
 
 def _mtime_nsec(info: dict[str, Any]) -> int:
