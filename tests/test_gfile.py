@@ -394,3 +394,29 @@ def test_s3_monitored_training_session_checkpoints_and_resumes(s3_bucket):
     finally:
         server.stop()
         tf.reset_default_graph()
+
+
+def test_tf_io_gfile_v2_names(base):
+    # tf.io.gfile (file_io.py's *_v2 functions): the same operations, TF's v2 names.
+    g = tf.io.gfile
+    d = _j(base, "v2", "sub")
+    g.makedirs(d)
+    assert g.isdir(d) and g.exists(d)
+    with g.GFile(_j(d, "a.txt"), "w") as f:
+        f.write("A")
+    g.copy(_j(d, "a.txt"), _j(d, "b.txt"))
+    with pytest.raises(errors.AlreadyExistsError):
+        g.rename(_j(d, "a.txt"), _j(d, "b.txt"))
+    g.rename(_j(d, "a.txt"), _j(d, "c.txt"), overwrite=True)
+    assert sorted(g.listdir(d)) == ["b.txt", "c.txt"]
+    assert g.glob(_j(d, "*.txt")) == [_j(d, "b.txt"), _j(d, "c.txt")]
+    assert g.stat(_j(d, "b.txt")).length == 1
+    assert list(g.walk(_j(base, "v2"))) == [(_j(base, "v2"), ["sub"], []),
+                                            (d, [], ["b.txt", "c.txt"])]
+    g.remove(_j(d, "b.txt"))
+    g.rmtree(_j(base, "v2"))
+    assert not g.exists(_j(base, "v2"))
+    if not base.startswith("memory://"):
+        g.mkdir(_j(base, "m"))
+        with pytest.raises(errors.AlreadyExistsError):
+            g.mkdir(_j(base, "m"))

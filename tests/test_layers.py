@@ -32,7 +32,7 @@ FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.i
          "psrt.python.platform.gfile", "psrt.core.protobuf.config_pb2",
          "psrt.core.protobuf.cluster_pb2", "psrt.core.protobuf.tensorflow_server_pb2",
          "psrt.core.example.example_pb2", "psrt.core.example.feature_pb2",
-         "psrt.examples.tutorials.mnist.input_data"]
+         "psrt.examples.tutorials.mnist.input_data", "psrt.io_gfile"]
 MAX_LINES = 800
 
 

@@ -57,10 +57,22 @@ __all__ = [
     "Rename",
     "Stat",
     "Walk",
+    "copy",
+    "exists",
+    "glob",
     "is_url",
+    "isdir",
     "join",
+    "listdir",
     "local_copy",
+    "makedirs",
+    "mkdir",
     "open_binary",
+    "remove",
+    "rename",
+    "rmtree",
+    "stat",
+    "walk",
 ]
 
 _MODES = ("r", "w", "a", "rb", "wb", "ab", "r+", "w+", "a+", "rb+", "wb+", "ab+",
@@ -571,3 +583,73 @@ def Walk(top: Any, in_order: bool = True) -> Iterator[tuple[str, list[str], list
         yield from Walk(join(path, sub), in_order)
     if not in_order:
         yield here
+
+
+# ---- tf.io.gfile: the same operations under TF's v2 names (file_io.py's *_v2) ---------------
+
+
+def exists(path: Any) -> bool:
+    """``tf.io.gfile.exists``: ``Exists``."""
+    return Exists(path)
+
+
+def isdir(path: Any) -> bool:
+    """``tf.io.gfile.isdir``: ``IsDirectory``."""
+    return IsDirectory(path)
+
+
+def listdir(path: Any) -> list[str]:
+    """``tf.io.gfile.listdir``: ``ListDirectory`` (NotFoundError for no directory)."""
+    return ListDirectory(path)
+
+
+def glob(pattern: Any) -> list[str]:
+    """``tf.io.gfile.glob``: ``Glob``."""
+    return Glob(pattern)
+
+
+def makedirs(path: Any) -> None:
+    """``tf.io.gfile.makedirs``: ``MakeDirs``."""
+    MakeDirs(path)
+
+
+def mkdir(path: Any) -> None:
+    """``tf.io.gfile.mkdir``: ``MkDir`` (AlreadyExistsError when it exists)."""
+    MkDir(path)
+
+
+def remove(path: Any) -> None:
+    """``tf.io.gfile.remove``: ``Remove`` (NotFoundError when missing)."""
+    Remove(path)
+
+
+def rmtree(path: Any) -> None:
+    """``tf.io.gfile.rmtree``: ``DeleteRecursively``."""
+    DeleteRecursively(path)
+
+
+def rename(src: Any, dst: Any, overwrite: bool = False) -> None:
+    """``tf.io.gfile.rename``: ``Rename`` (AlreadyExistsError without ``overwrite``)."""
+    Rename(src, dst, overwrite)
+
+
+def copy(src: Any, dst: Any, overwrite: bool = False) -> None:
+    """``tf.io.gfile.copy``: ``Copy`` (AlreadyExistsError without ``overwrite``)."""
+    Copy(src, dst, overwrite)
+
+
+def stat(path: Any) -> FileStatistics:
+    """``tf.io.gfile.stat``: ``Stat``."""
+    return Stat(path)
+
+
+def walk(top: Any, topdown: bool = True,
+         onerror: Any = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``tf.io.gfile.walk``: ``Walk(top, in_order=topdown)``; ``onerror`` is called with the
+    NotFoundError of a directory that vanished while walked (TF's), else it ends the walk."""
+    try:
+        yield from Walk(top, in_order=topdown)
+    except NotFoundError as e:
+        if onerror is None:
+            return
+        onerror(e)
