@@ -181,3 +181,12 @@ def test_mnist_input_data_reads_the_default_source():
     assert data.train.images.shape[1] == 784 and data.train.images.dtype == np.float32
     assert data.train.labels.shape[1] == 10
     assert data.test.num_examples == 1000
+
+
+def test_device_lib_lists_one_cpu_and_no_gpu():
+    # The GPU-counting idiom of TF1 scripts (tensorflow/python/client/device_lib.py).
+    from psrt.python.client import device_lib
+    devices = device_lib.list_local_devices()
+    assert [(d.name, d.device_type) for d in devices] == [("/device:CPU:0", "CPU")]
+    assert [d.name for d in devices if d.device_type == "GPU"] == []
+    assert devices[0].memory_limit > 0

@@ -32,7 +32,8 @@ FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.i
          "psrt.python.platform.gfile", "psrt.core.protobuf.config_pb2",
          "psrt.core.protobuf.cluster_pb2", "psrt.core.protobuf.tensorflow_server_pb2",
          "psrt.core.example.example_pb2", "psrt.core.example.feature_pb2",
-         "psrt.examples.tutorials.mnist.input_data", "psrt.io_gfile"]
+         "psrt.examples.tutorials.mnist.input_data", "psrt.io_gfile",
+         "psrt.python.client.device_lib"]
 MAX_LINES = 800
 
 
