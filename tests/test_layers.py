@@ -24,7 +24,20 @@ FACES = ["psrt", "psrt.train", "psrt.nn", "psrt.summary", "psrt.errors", "psrt.i
          "psrt.feature_column", "psrt.dynamic_embedding", "psrt.embedding_ops", "psrt.image",
          "psrt.io", "psrt.python_io", "psrt.math", "psrt.data", "psrt.data.experimental",
          "psrt.losses", "psrt.layers", "psrt.metrics", "psrt.contrib", "psrt.contrib.framework",
-         "psrt.contrib.layers", "psrt.contrib.nn"]
+         "psrt.contrib.layers", "psrt.contrib.nn",
+         "psrt.app", "psrt.flags", "psrt.logging", "psrt.gfile",
+         # tf.compat and the TF1 import paths (tensorflow.python..., tensorflow.core...)
+         "psrt.compat", "psrt.compat.v1", "psrt.train.queue_runner",
+         "psrt.python.training.server_lib", "psrt.python.training.moving_averages",
+         "psrt.python.training.queue_runner", "psrt.python.training.saver",
+         "psrt.python.framework.ops", "psrt.python.framework.dtypes",
+         "psrt.python.framework.errors", "psrt.python.platform.flags",
+         "psrt.python.platform.app", "psrt.python.platform.tf_logging",
+         "psrt.python.platform.gfile", "psrt.core.protobuf.config_pb2",
+         "psrt.core.protobuf.cluster_pb2", "psrt.core.protobuf.tensorflow_server_pb2",
+         "psrt.core.example.example_pb2", "psrt.core.example.feature_pb2",
+         "psrt.examples.tutorials.mnist.input_data", "psrt.io_gfile",
+         "psrt.python.client.device_lib"]
 MAX_LINES = 800
 
 

@@ -12,6 +12,8 @@ without an init) gets a SIGTERM handler, so it ends on SIGTERM as any other proc
 (``psrt/platform/sigterm.py``).
 """
 
+import importlib as _importlib
+
 from psrt.platform import psrt_logging as _logging
 from psrt.platform import sigterm as _sigterm
 
@@ -21,16 +23,20 @@ _sigterm.install()  # only as PID 1 (a container without an init): SIGTERM ends 
 # The namespaces (each a face of its own), then the names, each from its home.
 # ruff: noqa: E402  (after the logging set-up)
 from psrt import (
+    app,
     contrib,
     data,
     dynamic_embedding,
     embedding_ops,
     errors,
     feature_column,
+    flags,
+    gfile,
     image,
     init_ops,
     io,
     layers,
+    logging,
     losses,
     math,
     metrics,
@@ -286,9 +292,14 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     """``psrt.Summary`` (TF1's ``tf.Summary`` protocol buffer), imported on first use: its
     module (tensorboardX's) takes ~70 ms to import, paid only where summaries are written.
+    ``psrt.compat`` (``tf.compat.v1``, which re-exports psrt) is imported on first use too.
     A TF1 name psrt lacks raises an AttributeError saying what to use instead."""
     if name == "Summary":
         return summary.Summary
+    if name == "compat":
+        # tf.compat.v1 re-exports this whole namespace, so psrt cannot import it while it
+        # is being built: it is imported on first use (``import psrt.compat.v1`` works too).
+        return _importlib.import_module("psrt.compat")
     err = _missing.missing("psrt", name)
     if err is not None:
         raise err
@@ -335,6 +346,7 @@ __all__ = [
     "add_to_collection",
     "add_to_collections",
     "all_variables",
+    "app",
     "argmax",
     "argmin",
     "as_dtype",
@@ -376,6 +388,7 @@ __all__ = [
     "feature_column",
     "fill",
     "fixed_size_partitioner",
+    "flags",
     "float16",
     "float32",
     "float64",
@@ -391,6 +404,7 @@ __all__ = [
     "get_default_graph",
     "get_variable",
     "get_variable_scope",
+    "gfile",
     "global_norm",
     "global_variables",
     "global_variables_initializer",
@@ -420,6 +434,7 @@ __all__ = [
     "local_variables_initializer",
     "log",
     "log1p",
+    "logging",
     "logical_and",
     "logical_not",
     "logical_or",

@@ -1,7 +1,8 @@
-"""The ``tf.io`` namespace (TF r1.15): TFRecord files and the parsing and decoding ops.
-Re-exports only (``psrt/framework/tf_record.py``, ``psrt/ops/parsing_ops.py``,
-``psrt/ops/string_ops.py``, ``psrt/ops/image_ops.py``)."""
+"""The ``tf.io`` namespace (TF r1.15): TFRecord files, the parsing and decoding ops and
+``tf.io.gfile``. Re-exports only (``psrt/framework/tf_record.py``, ``psrt/ops/parsing_ops.py``,
+``psrt/ops/string_ops.py``, ``psrt/ops/image_ops.py``, ``psrt/io_gfile.py``)."""
 
+from psrt import io_gfile as gfile
 from psrt.framework.tf_record import (
     TFRecordCompressionType,
     TFRecordOptions,
@@ -35,6 +36,7 @@ __all__ = [
     "decode_raw",
     "encode_jpeg",
     "encode_png",
+    "gfile",
     "matching_files",
     "parse_example",
     "parse_single_example",

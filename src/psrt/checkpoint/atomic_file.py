@@ -33,6 +33,7 @@ import threading
 import uuid
 
 from psrt.framework import errors
+from psrt.framework import file_io
 
 __all__: list[str] = []
 
@@ -161,6 +162,12 @@ def _atomic_write(path: str, write_temp) -> None:
         psrt.errors.OpError: the OS error's class (PermissionDeniedError, ...), naming
             ``path``; CancelledError when the process is exiting.
     """
+    if file_io.is_url(path):
+        # An object store (s3://, gs://) replaces an object whole when its upload ends, so
+        # readers see the old or the new object: no temporary name, no rename, no fsync.
+        with file_io.open_binary(path, "wb") as f:
+            write_temp(f)
+        return
     directory = os.path.dirname(path)
     _remove_stale_temp_files(directory)
     tmp = _temp_path(path)

@@ -29,6 +29,8 @@ import os
 import re
 
 from psrt.checkpoint import atomic_file
+from psrt.framework import errors as _errors
+from psrt.framework import file_io
 
 __all__ = [
     "CheckpointState",
@@ -287,7 +289,12 @@ def _parse_checkpoint_state(text: str) -> CheckpointState:
 def _get_checkpoint_filename(save_dir: str, latest_filename: str | None) -> str:
     if latest_filename is None:
         latest_filename = _DEFAULT_LATEST_FILENAME
-    return os.path.join(save_dir, latest_filename)
+    return file_io.join(save_dir, latest_filename)
+
+
+def _isabs(path: str) -> bool:
+    """Absolute: an absolute local path or a URL (``s3://bucket/dir/model.ckpt``)."""
+    return file_io.is_url(path) or os.path.isabs(path)
 
 
 def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
@@ -328,11 +335,11 @@ def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
         raise ValueError("Checkpoint timestamps, if provided, must match checkpoint paths "
                          "(got paths %s and timestamps %s)"
                          % (paths, list(all_model_checkpoint_timestamps)))
-    if not os.path.isabs(save_dir):
+    if not _isabs(save_dir):
         base = save_dir or os.curdir
-        if not os.path.isabs(model_checkpoint_path):
+        if not _isabs(model_checkpoint_path):
             model_checkpoint_path = os.path.relpath(model_checkpoint_path, base)
-        paths = [p if os.path.isabs(p) else os.path.relpath(p, base) for p in paths]
+        paths = [p if _isabs(p) else os.path.relpath(p, base) for p in paths]
     return CheckpointState(model_checkpoint_path, paths, all_model_checkpoint_timestamps,
                            last_preserved_timestamp)
 
@@ -348,9 +355,9 @@ def _update_checkpoint_state_internal(save_dir, model_checkpoint_path,
     state_file = _get_checkpoint_filename(save_dir, latest_filename)
     if save_relative_paths:
         base = save_dir or os.curdir
-        if os.path.isabs(model_checkpoint_path):
+        if _isabs(model_checkpoint_path):
             model_checkpoint_path = os.path.relpath(model_checkpoint_path, base)
-        paths = [os.path.relpath(p, base) if os.path.isabs(p) else p for p in paths]
+        paths = [os.path.relpath(p, base) if _isabs(p) else p for p in paths]
     state = generate_checkpoint_state_proto(
         save_dir, model_checkpoint_path, all_model_checkpoint_paths=paths,
         all_model_checkpoint_timestamps=all_model_checkpoint_timestamps,
@@ -419,11 +426,11 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointStat
     checkpoint_dir = os.fspath(checkpoint_dir)
     state_file = _get_checkpoint_filename(checkpoint_dir, latest_filename)
     try:
-        with open(state_file, "rb") as f:
+        with file_io.open_binary(state_file, "rb") as f:
             raw = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, _errors.NotFoundError):
         return None
-    except OSError as e:
+    except (OSError, _errors.OpError) as e:
         _logger.warning("%s: %s: Checkpoint ignored", state_file, e)
         return None
     try:
@@ -433,10 +440,10 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointStat
         return None
     if not state.model_checkpoint_path:
         raise ValueError("Invalid checkpoint state loaded from " + checkpoint_dir)
-    if not os.path.isabs(state.model_checkpoint_path):
-        state.model_checkpoint_path = os.path.join(checkpoint_dir, state.model_checkpoint_path)
+    if not _isabs(state.model_checkpoint_path):
+        state.model_checkpoint_path = file_io.join(checkpoint_dir, state.model_checkpoint_path)
     state.all_model_checkpoint_paths = [
-        p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+        p if _isabs(p) else file_io.join(checkpoint_dir, p)
         for p in state.all_model_checkpoint_paths]
     return state
 
@@ -451,7 +458,10 @@ def checkpoint_exists(checkpoint_prefix) -> bool:
     Returns:
         True if ``checkpoint_prefix`` is an existing regular file.
     """
-    return os.path.isfile(os.fspath(checkpoint_prefix))
+    path = os.fspath(checkpoint_prefix)
+    if file_io.is_url(path):
+        return file_io.Exists(path) and not file_io.IsDirectory(path)
+    return os.path.isfile(path)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
@@ -487,8 +497,8 @@ def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
     mtimes = []
     for p in checkpoint_prefixes:
         try:
-            mtimes.append(os.stat(os.fspath(p)).st_mtime_ns / 1e9)
-        except OSError:
+            mtimes.append(file_io.Stat(os.fspath(p)).mtime_nsec / 1e9)
+        except _errors.OpError:
             pass
     return mtimes
 
@@ -504,12 +514,14 @@ def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2,
     prefix = os.fspath(checkpoint_prefix)
     for path in (prefix, prefix + "." + meta_graph_suffix):
         try:
-            os.remove(path)
-        except FileNotFoundError:
+            file_io.Remove(path)
+        except _errors.NotFoundError:
             pass
 
 
 def _same_file_key(path: str) -> str:
+    if file_io.is_url(path):
+        return path
     return os.path.normcase(os.path.realpath(path))
 
 

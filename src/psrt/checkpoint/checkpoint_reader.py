@@ -12,6 +12,7 @@ the latest checkpoint its ``checkpoint`` state file names
 from __future__ import annotations
 
 import os
+import weakref
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from psrt.checkpoint.checkpoint_format import (
 )
 from psrt.checkpoint.checkpoint_management import latest_checkpoint
 from psrt.framework import errors
+from psrt.framework import file_io
 
 __all__ = [
     "CheckpointReader",
@@ -30,6 +32,13 @@ __all__ = [
     "load_checkpoint",
     "load_variable",
 ]
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 class CheckpointReader:
@@ -53,7 +62,13 @@ class CheckpointReader:
 
     def __init__(self, path) -> None:
         self._path = os.fspath(path)
-        with _open_checkpoint(self._path) as f:
+        # A URL (s3://...) is read from a local copy (safetensors maps a local file),
+        # downloaded once and removed with the reader.
+        self._file = self._path
+        if file_io.is_url(self._path):
+            self._file = file_io.local_copy(self._path)
+            weakref.finalize(self, _remove_quietly, self._file)
+        with _open_checkpoint(self._file) as f:
             self._metadata = dict(f.metadata() or {})
             _decode_checksums(self._metadata, self._path, f.keys())
             self._shapes = {}
@@ -118,7 +133,7 @@ class CheckpointReader:
             if name not in self._shapes:
                 raise errors.NotFoundError(
                     None, None, "Key %s not found in checkpoint %s" % (name, self._path))
-        return _read_tensors(self._path, names, progress)
+        return _read_tensors(self._file, names, progress)
 
     def debug_string(self) -> bytes:
         """One ``name (dtype) [shape]`` line per tensor, in name order (bytes, as TF)."""
@@ -131,7 +146,7 @@ class CheckpointReader:
 
 def _get_checkpoint_filename_for(ckpt_dir_or_file) -> str | None:
     ckpt_dir_or_file = os.fspath(ckpt_dir_or_file)
-    if os.path.isdir(ckpt_dir_or_file):
+    if file_io.IsDirectory(ckpt_dir_or_file):
         return latest_checkpoint(ckpt_dir_or_file)
     return ckpt_dir_or_file
 

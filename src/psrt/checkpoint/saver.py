@@ -63,6 +63,7 @@ from psrt.checkpoint.checkpoint_management import (
 )
 from psrt.checkpoint.checkpoint_reader import CheckpointReader
 from psrt.framework import errors
+from psrt.framework import file_io
 from psrt.framework.ops import GraphKeys, add_to_collection, get_collection
 from psrt.ops.variables import global_variables
 from psrt.platform.progress import Progress
@@ -437,7 +438,10 @@ class Saver:
         if not variables:
             return None
         save_path_parent = os.path.dirname(save_path)
-        if not os.path.isdir(save_path_parent or os.curdir):
+        # An object store (s3://) has no directories to check: its prefixes exist once an
+        # object is under them.
+        remote = file_io.is_url(save_path)
+        if not remote and not os.path.isdir(save_path_parent or os.curdir):
             raise ValueError("Parent directory of {} doesn't exist, can't save.".format(save_path))
 
         # Progress lines while it takes long: the pull from the ps tasks, then the write.
@@ -452,7 +456,7 @@ class Saver:
             with Progress(f"Saving checkpoint {checkpoint_file}: writing", None) as progress:
                 write_checkpoint_file(checkpoint_file, tensors, metadata, progress=progress)
         except (errors.NotFoundError, errors.FailedPreconditionError) as e:
-            if not os.path.isdir(save_path_parent or os.curdir):
+            if not remote and not os.path.isdir(save_path_parent or os.curdir):
                 raise ValueError("Parent directory of {} doesn't exist, can't save."
                                  .format(save_path)) from e
             raise

@@ -18,6 +18,8 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
+from psrt.framework.server_protos import ClusterDef, is_message
+
 __all__ = ["ClusterSpec"]
 
 
@@ -123,8 +125,10 @@ class ClusterSpec:
         cluster.task_address("ps", 1)   # 'ps1:2222'
         cluster.as_dict()  # {'worker': ['worker0:2222', 'worker1:2222'], 'ps': {1: 'ps1:2222'}}
 
-    Differences from TF: there is no ``ClusterDef`` protobuf (``as_cluster_def`` is
-    absent); ``None`` gives an empty cluster (TF raises ``TypeError``); task addresses
+    A ``tf.train.ClusterDef`` message (``cluster.job.add()``, ``job.tasks[i] = "h:p"``) is
+    taken too, and ``as_cluster_def()`` makes one, as TF.
+
+    Differences from TF: ``None`` gives an empty cluster (TF raises ``TypeError``); task addresses
     must be ``str`` (TF also takes ``bytes``); negative task indices are rejected;
     ``==`` is only true against another ``ClusterSpec``. Beyond TF, every address has its
     surrounding whitespace stripped (``--ps_hosts 'h:1, h:2'`` split on ``","`` gives
@@ -159,6 +163,10 @@ class ClusterSpec:
             for job_name, tasks in cluster._cluster_spec.items():
                 self._cluster_spec[job_name] = dict(tasks)
             return
+        if is_message(cluster, "ClusterDef"):
+            # TF's ClusterSpec(cluster_def): one job per JobDef, its tasks by index.
+            cluster = {job.name: {int(i): a for i, a in sorted(job.tasks.items())}
+                       for job in cluster.job}
         if not isinstance(cluster, Mapping):
             raise TypeError(
                 "`cluster` must be a dict mapping one or more job names to lists of "
@@ -212,6 +220,17 @@ class ClusterSpec:
         except (KeyError, TypeError):
             raise ValueError(
                 f"no such job in cluster: {job_name!r}; jobs are {self.jobs!r}") from None
+
+    def as_cluster_def(self) -> Any:
+        """The cluster as a ``tf.train.ClusterDef`` message (TF's ``as_cluster_def``):
+        one JobDef per job, in the jobs' order, its ``tasks`` mapping index to address."""
+        cluster_def = ClusterDef()
+        for job_name, job in self._cluster_spec.items():
+            job_def = cluster_def.job.add()
+            job_def.name = job_name
+            for index in sorted(job):
+                job_def.tasks[index] = job[index]
+        return cluster_def
 
     def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
         """Returns a dict from job name to the job's tasks.

@@ -17,8 +17,6 @@ MISSING: dict[tuple[str, str], str] = {
                        "with a psrt.train optimizer",
     ("psrt", "InteractiveSession"): "use psrt.Session(server.target)",
     ("psrt", "while_loop"): "use a Python loop over numpy values",
-    ("psrt", "app"): "use argparse (or absl.app) for flags",
-    ("psrt", "flags"): "use argparse (or absl.flags) for flags",
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",

@@ -1,9 +1,9 @@
 """TF1's option messages that scripts build and pass along: ``RunOptions`` and
-``RunMetadata`` (taken by ``Session.run`` and ``MonitoredSession.run``), ``GPUOptions`` (for
-``ConfigProto(gpu_options=...)``) and ``ServerDef``. psrt has no tracing and no GPUs, so
-they carry their fields and change nothing; building a ``GPUOptions`` or ``ServerDef`` logs
-that at DEBUG. Field names and defaults are those of TF's ``config.proto`` and
-``tensorflow_server.proto``.
+``RunMetadata`` (taken by ``Session.run`` and ``MonitoredSession.run``) and ``GPUOptions`` (for
+``ConfigProto(gpu_options=...)``). psrt has no tracing and no GPUs, so they carry their
+fields and change nothing; building a ``GPUOptions`` logs that at DEBUG. Field names and
+defaults are those of TF's ``config.proto``. (``ServerDef`` is a real protobuf message:
+framework/server_protos.py.)
 """
 
 from __future__ import annotations
@@ -74,20 +74,6 @@ class GPUOptions(_Message):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         _logger.debug("GPUOptions%s ignored: psrt has no GPU devices", kwargs or "()")
-
-
-class ServerDef(_Message):
-    """``tf.train.ServerDef``: accepted and ignored. Start a server from its fields with
-    ``psrt.train.Server(sd.cluster, job_name=sd.job_name, task_index=sd.task_index)``."""
-
-    _FIELDS = {"cluster": None, "job_name": "", "task_index": 0,
-               "default_session_config": None, "protocol": "", "port": 0,
-               "cluster_device_filters": None}
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _logger.debug("ServerDef(job_name=%r, task_index=%r) ignored: pass its cluster, job "
-                      "and task to psrt.train.Server", self.job_name, self.task_index)
 
 
 class ConfigProto:

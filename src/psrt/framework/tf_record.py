@@ -17,9 +17,10 @@ Reading checks both CRCs of every record. A bad CRC or a record cut short is
 :class:`psrt.errors.DataLossError` naming the file and the byte offset of the record (in the
 uncompressed stream), as TF's ``"corrupted record at N"`` / ``"truncated record at N"``.
 
-Files are opened through :func:`_open` only (one place to swap the file system). The module
-sits in framework/, not platform/, because it raises framework's ``DataLossError`` and
-``NotFoundError`` (platform/ imports nothing of psrt).
+Files are opened through :func:`_open` only, over tf.gfile's file systems (local paths and
+fsspec URLs such as ``s3://``). The module sits in framework/, not platform/, because it
+raises framework's ``DataLossError`` and ``NotFoundError`` (platform/ imports nothing of
+psrt).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import IO, Any
 
 import crc32c as _crc32c
 
-from psrt.framework.errors import DataLossError, NotFoundError
+from psrt.framework.errors import DataLossError
+from psrt.framework.file_io import open_binary
 
 __all__ = [
     "RecordReader",
@@ -50,12 +52,10 @@ _READ_CHUNK = 1 << 16
 
 def _open(path: str, mode: str) -> IO[bytes]:
     """Opens ``path`` in binary ``mode`` ("rb" or "wb"): the one place record files are
-    opened, so the file system behind them can change in one line. A missing file is
-    :class:`NotFoundError` naming it, as TF's file system."""
-    try:
-        return open(path, mode)  # noqa: SIM115 (the caller owns the handle)
-    except FileNotFoundError as e:
-        raise NotFoundError(None, None, f"{path}; No such file or directory") from e
+    opened, through tf.gfile's file systems (framework/file_io.py): a local path or any
+    fsspec URL (``s3://bucket/train.tfrecord``). A missing file is :class:`NotFoundError`
+    naming it, as TF's file system."""
+    return open_binary(path, mode)
 
 
 def masked_crc32c(data: bytes) -> int:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import warnings
 import weakref
 from typing import Any
 
+from psrt.framework import file_io
 from psrt.ops.summary_ops import (
     _proto,
     _SummaryOp,
@@ -77,12 +80,40 @@ def _close_event_file(events_queue: queue.Queue, thread: threading.Thread,
     events_writer.close()
 
 
+class _UploadedEventFile:
+    """An event file of a URL logdir (``s3://bucket/logs``): written in a local staging
+    directory and uploaded whole to ``logdir/<its name>`` at every flush (the writer
+    thread's ``flush_secs`` ones too) and at close, since an object store has no append
+    (TF's S3 file uploads at Flush and Close as well). The staging directory goes at close."""
+
+    def __init__(self, events_writer: Any, logdir: str, staging: str) -> None:
+        self._writer = events_writer
+        self._staging = staging
+        self._local = events_writer._file_name
+        self._file_name = file_io.join(logdir, os.path.basename(self._local))
+
+    def write_event(self, event: Any) -> None:
+        self._writer.write_event(event)
+
+    def flush(self) -> None:
+        self._writer.flush()
+        file_io.Copy(self._local, self._file_name, overwrite=True)
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+            file_io.Copy(self._local, self._file_name, overwrite=True)
+        finally:
+            shutil.rmtree(self._staging, ignore_errors=True)
+
+
 class FileWriter:
     """Writes ``Summary`` protocol buffers and events to an event file, as TF1's
     ``tf.summary.FileWriter``; TensorBoard reads the directory.
 
     Creates ``logdir`` if needed and a new file ``events.out.tfevents.SECONDS.HOSTNAME`` in
-    it (tensorboardX's ``EventsWriter`` writes the records: TFRecord framing with masked
+    it (a URL logdir, ``s3://bucket/logs``: the file is written locally and uploaded there
+    at each flush and at close) (tensorboardX's ``EventsWriter`` writes the records: TFRecord framing with masked
     CRC-32C, a first ``file_version`` event). Events are written by a background thread, so
     ``add_summary`` returns at once; it blocks only when ``max_queue`` events are pending.
     The file is flushed ``flush_secs`` after an event is written, and by :meth:`flush` and
@@ -119,10 +150,16 @@ class FileWriter:
     def _open(self) -> None:
         from tensorboardX.event_file_writer import EventsWriter  # noqa: PLC0415 (lazy)
 
-        os.makedirs(self._logdir, exist_ok=True)
-        with _create_lock:
-            suffix = _event_file_suffix(self._logdir, self._suffix)
-            events_writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
+        if file_io.is_url(self._logdir):
+            staging = tempfile.mkdtemp(prefix="psrt-events-")
+            events_writer = _UploadedEventFile(
+                EventsWriter(os.path.join(staging, "events"), self._suffix), self._logdir,
+                staging)
+        else:
+            os.makedirs(self._logdir, exist_ok=True)
+            with _create_lock:
+                suffix = _event_file_suffix(self._logdir, self._suffix)
+                events_writer = EventsWriter(os.path.join(self._logdir, "events"), suffix)
         events_queue: queue.Queue = queue.Queue(self._max_queue)
         thread = threading.Thread(target=_write_loop,
                                   args=(events_queue, events_writer, self._flush_secs),

@@ -16,6 +16,7 @@ from psrt import _core
 from psrt.distribute.cluster_spec import ClusterSpec
 from psrt.framework import errors
 from psrt.framework.protos import ConfigProto
+from psrt.framework.server_protos import is_message
 from psrt.runtime import auth as _auth
 from psrt.runtime import memory_limit as _memory_limit
 from psrt.runtime import targets as _targets
@@ -38,7 +39,10 @@ class Server:
     """An in-process server for one task of a cluster, as ``tf.train.Server``.
 
     Args:
-        server_or_cluster_def: A :class:`ClusterSpec` or a dict that ``ClusterSpec`` takes.
+        server_or_cluster_def: A :class:`ClusterSpec`, a dict that ``ClusterSpec`` takes, a
+            ``tf.train.ClusterDef``, or a ``tf.train.ServerDef`` whose ``job_name``,
+            ``task_index`` and ``protocol`` are used where the arguments are None (TF's
+            ``_make_server_def``).
         job_name: This task's job; may be omitted when the cluster has one job.
         task_index: This task's index; may be omitted when the job has one task.
         protocol: Accepted for TF compatibility ("grpc" or None); psrt speaks its own TCP
@@ -62,6 +66,15 @@ class Server:
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
                  config: Any = None, start: bool = True) -> None:
+        if is_message(server_or_cluster_def, "ServerDef"):
+            server_def = server_or_cluster_def
+            if job_name is None and server_def.job_name:
+                job_name = server_def.job_name
+            if task_index is None:
+                task_index = server_def.task_index
+            if protocol is None and server_def.protocol:
+                protocol = server_def.protocol
+            server_or_cluster_def = server_def.cluster
         cluster = ClusterSpec(server_or_cluster_def)
         if protocol not in (None, "grpc", "psrt"):
             raise ValueError(f"protocol {protocol!r} not supported; use None, 'grpc' or 'psrt'")

@@ -1,6 +1,7 @@
 """The ``tf.train`` namespace: re-exports only (docs/architecture.md)."""
 
 from psrt.framework import missing as _missing
+from psrt.train import queue_runner
 from psrt.checkpoint.checkpoint_management import (
     checkpoint_exists,
     get_checkpoint_state,
@@ -33,7 +34,7 @@ from psrt.framework.example_protos import (
     Int64List,
     SequenceExample,
 )
-from psrt.framework.protos import ServerDef
+from psrt.framework.server_protos import ClusterDef, JobDef, ServerDef
 from psrt.runtime.server import Server
 from psrt.training.adadelta import AdadeltaOptimizer
 from psrt.training.adagrad import AdagradOptimizer
@@ -128,6 +129,7 @@ __all__ = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
     "ChiefSessionCreator",
+    "ClusterDef",
     "ClusterSpec",
     "Coordinator",
     "Example",
@@ -145,6 +147,7 @@ __all__ = [
     "GradientDescentOptimizer",
     "GreedyLoadBalancingStrategy",
     "Int64List",
+    "JobDef",
     "LoggingTensorHook",
     "MomentumOptimizer",
     "MonitoredSession",
@@ -202,6 +205,7 @@ __all__ = [
     "natural_exp_decay",
     "piecewise_constant",
     "polynomial_decay",
+    "queue_runner",
     "range_input_producer",
     "replica_device_setter",
     "shuffle_batch",

@@ -8,6 +8,7 @@ import os
 from typing import Iterable, Optional
 
 from psrt.checkpoint import saver as _saver
+from psrt.framework import file_io as _file_io
 from psrt.ops import summary_writer as _summary_writer
 from psrt.training.basic_session_run_hooks import (
     SecondOrStepTimer,
@@ -95,7 +96,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._saver = saver
         self._scaffold = scaffold
         self._checkpoint_dir = checkpoint_dir
-        self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
+        self._save_path = _file_io.join(os.fspath(checkpoint_dir), checkpoint_basename)
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
         self._save_graph_def = save_graph_def
@@ -109,7 +110,7 @@ class CheckpointSaverHook(SessionRunHook):
         Raises:
             RuntimeError: No global step exists.
         """
-        os.makedirs(self._checkpoint_dir, exist_ok=True)
+        _file_io.MakeDirs(os.fspath(self._checkpoint_dir))  # local, or an s3:// prefix
         self._summary_writer = _summary_writer.FileWriterCache.get(self._checkpoint_dir)
         self._global_step_tensor = _global_step_for("CheckpointSaverHook")
         for listener in self._listeners:

@@ -1,0 +1,3 @@
+"""``tensorflow.core.example``."""
+
+__all__: list[str] = []

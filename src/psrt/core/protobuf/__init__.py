@@ -1,0 +1,3 @@
+"""``tensorflow.core.protobuf``."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""``tensorflow.examples``."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""``tensorflow.examples.tutorials``."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""``tensorflow.examples.tutorials.mnist``."""
+
+__all__: list[str] = []

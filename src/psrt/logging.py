@@ -1,0 +1,48 @@
+"""``tf.logging``: TF 1.x's logging functions over the Python logger ``"tensorflow"``.
+A face: see psrt/platform/tf_logging.py."""
+
+from psrt.platform.tf_logging import (
+    DEBUG,
+    ERROR,
+    FATAL,
+    INFO,
+    WARN,
+    debug,
+    error,
+    fatal,
+    flush,
+    get_logger,
+    get_verbosity,
+    info,
+    log,
+    log_every_n,
+    log_first_n,
+    log_if,
+    set_verbosity,
+    vlog,
+    warn,
+    warning,
+)
+
+__all__ = [
+    "DEBUG",
+    "ERROR",
+    "FATAL",
+    "INFO",
+    "WARN",
+    "debug",
+    "error",
+    "fatal",
+    "flush",
+    "get_logger",
+    "get_verbosity",
+    "info",
+    "log",
+    "log_every_n",
+    "log_first_n",
+    "log_if",
+    "set_verbosity",
+    "vlog",
+    "warn",
+    "warning",
+]

@@ -1,0 +1,3 @@
+"""``tensorflow.python.client``: faces of the TF1 import paths under it."""
+
+__all__: list[str] = []

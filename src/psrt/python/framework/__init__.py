@@ -1,0 +1,3 @@
+"""``tensorflow.python.framework``: faces of the TF1 import paths under it."""
+
+__all__: list[str] = []

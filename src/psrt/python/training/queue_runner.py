@@ -1,0 +1,6 @@
+"""``tensorflow.python.training.queue_runner`` (also ``tf.train.queue_runner``):
+``QueueRunner``, ``add_queue_runner``, ``start_queue_runners``. A face."""
+
+from psrt.training.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+
+__all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
