@@ -1,24 +1,34 @@
-"""The ``tf.layers`` namespace: re-exports only (the layers live in ``psrt/ops/layers_*.py``).
-
-``conv2d``, ``max_pooling2d`` and ``average_pooling2d`` (and their classes) are not here
-yet: they raise psrt's "not implemented" error until ``tf.nn``'s convolution and pooling ops
-exist."""
+"""The ``tf.layers`` namespace: re-exports only (the layers live in ``psrt/ops/layers_*.py``)."""
 
 from psrt.framework import missing as _missing
 from psrt.ops.layers_base import Layer
+from psrt.ops.layers_convolutional import (
+    AveragePooling2D,
+    Conv2D,
+    MaxPooling2D,
+    average_pooling2d,
+    conv2d,
+    max_pooling2d,
+)
 from psrt.ops.layers_core import Dense, Dropout, Flatten, dense, dropout, flatten
 from psrt.ops.layers_normalization import BatchNormalization, batch_normalization
 
 __all__ = [
+    "AveragePooling2D",
     "BatchNormalization",
+    "Conv2D",
     "Dense",
     "Dropout",
     "Flatten",
     "Layer",
+    "MaxPooling2D",
+    "average_pooling2d",
     "batch_normalization",
+    "conv2d",
     "dense",
     "dropout",
     "flatten",
+    "max_pooling2d",
 ]
 
 __getattr__ = _missing.module_getattr("psrt.layers")  # TF1 names psrt lacks: what to use instead

@@ -20,17 +20,6 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "saved_model"): "psrt saves checkpoints only: psrt.train.Saver",
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
-    # tf.layers.* (pending tf.nn's convolution and pooling ops)
-    ("psrt.layers", "conv2d"): "psrt.layers has dense, dropout, flatten and "
-                               "batch_normalization; write the convolution in numpy inside "
-                               "a @psrt.function",
-    ("psrt.layers", "Conv2D"): "write the convolution in numpy inside a @psrt.function",
-    ("psrt.layers", "max_pooling2d"): "compute the pooling in numpy inside a @psrt.function",
-    ("psrt.layers", "MaxPooling2D"): "compute the pooling in numpy inside a @psrt.function",
-    ("psrt.layers", "average_pooling2d"): "compute the pooling in numpy inside a "
-                                          "@psrt.function",
-    ("psrt.layers", "AveragePooling2D"): "compute the pooling in numpy inside a "
-                                         "@psrt.function",
     # tf.metrics.*, tf.losses.* (the streaming metrics and losses psrt lacks)
     ("psrt.metrics", "precision"): "psrt.metrics has accuracy, mean and auc; count true and "
                                    "false positives with psrt.metrics.mean of 0/1 tensors",

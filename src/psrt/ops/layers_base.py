@@ -81,10 +81,13 @@ class Layer:
         trainable only when the layer and ``trainable`` both are; a regularizer's loss goes
         to ``REGULARIZATION_LOSSES``."""
         trainable = self.trainable if trainable is None else (trainable and self.trainable)
+        before = len(_ops.get_collection(GraphKeys.REGULARIZATION_LOSSES))
         var = _vs.get_variable(name, shape=shape, dtype=dtype or self.dtype or "float32",
                                initializer=initializer, regularizer=regularizer,
                                trainable=trainable)
         (self._trainable_weights if trainable else self._non_trainable_weights).append(var)
+        # the regularizer's loss get_variable added: the layer's ``losses`` too, as TF's
+        self._losses.extend(_ops.get_collection(GraphKeys.REGULARIZATION_LOSSES)[before:])
         return var
 
     def add_update(self, updates: Any, inputs: Any = None) -> None:

@@ -1,10 +1,7 @@
 """``tf.layers``' core layers, as TF r1.15's tensorflow/python/layers/core.py (over
 keras/layers/core.py): :class:`Dense`, :class:`Dropout`, :class:`Flatten` and their
-functions ``dense``, ``dropout``, ``flatten``.
-
-The convolution and pooling layers (``conv2d``, ``max_pooling2d``, ``average_pooling2d``)
-are not here yet: each is a :class:`~psrt.ops.layers_base.Layer` subclass whose ``call``
-runs ``tf.nn.conv2d``/``max_pool``/``avg_pool``, added once those ops exist.
+functions ``dense``, ``dropout``, ``flatten`` (the convolution and pooling layers:
+psrt/ops/layers_convolutional.py).
 """
 
 from __future__ import annotations
