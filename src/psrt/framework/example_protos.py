@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from psrt.framework.proto_builder import FIELD as _F
+from psrt.framework.proto_builder import add_field as _field
+from psrt.framework.proto_builder import message_class
 
 __all__ = [
     "BytesList",
@@ -30,19 +34,6 @@ __all__ = [
     "Int64List",
     "SequenceExample",
 ]
-
-_F = descriptor_pb2.FieldDescriptorProto
-
-
-def _field(msg: Any, name: str, number: int, ftype: int, label: int = _F.LABEL_OPTIONAL,
-           type_name: str | None = None, oneof: int | None = None) -> None:
-    f = msg.field.add(name=name, number=number, type=ftype, label=label)
-    if type_name is not None:
-        f.type_name = type_name
-    if oneof is not None:
-        f.oneof_index = oneof
-    f.json_name = "".join(p if i == 0 else p.capitalize() for i, p in
-                          enumerate(name.split("_")))
 
 
 def _map(msg: Any, name: str, number: int, entry: str, value_type: str) -> None:
@@ -104,11 +95,7 @@ _POOL.Add(_example_file())
 
 
 def _cls(name: str, doc: str) -> Any:
-    # protobuf's generated classes carry no docstring; give each the one its TF1 name has.
-    cls = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
-    cls.__doc__ = (f"tf.train.{name}: {doc} A protobuf message, byte-identical on the wire "
-                   f"to TF's tensorflow.{name} (tensorflow/core/example/*.proto).")
-    return cls
+    return message_class(_POOL, name, doc, "tensorflow/core/example/*.proto")
 
 
 BytesList: Any = _cls("BytesList", "`value`: a repeated field of bytes strings.")

@@ -22,20 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from psrt.framework.proto_builder import FIELD as _F
+from psrt.framework.proto_builder import add_field as _field
+from psrt.framework.proto_builder import message_class
 
 __all__ = ["ClusterDef", "JobDef", "ServerDef"]
-
-_F = descriptor_pb2.FieldDescriptorProto
-
-
-def _field(msg: Any, name: str, number: int, ftype: int, label: int = _F.LABEL_OPTIONAL,
-           type_name: str | None = None) -> None:
-    f = msg.field.add(name=name, number=number, type=ftype, label=label)
-    if type_name is not None:
-        f.type_name = type_name
-    f.json_name = "".join(p if i == 0 else p.capitalize() for i, p in
-                          enumerate(name.split("_")))
 
 
 def _cluster_file() -> descriptor_pb2.FileDescriptorProto:
@@ -72,10 +65,7 @@ _POOL.Add(_server_file())
 
 
 def _cls(name: str, doc: str) -> Any:
-    cls = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
-    cls.__doc__ = (f"tf.train.{name}: {doc} A protobuf message, byte-identical on the wire "
-                   f"to TF's tensorflow.{name} (tensorflow/core/protobuf/*.proto).")
-    return cls
+    return message_class(_POOL, name, doc, "tensorflow/core/protobuf/*.proto")
 
 
 JobDef: Any = _cls("JobDef", "`name` (str) and `tasks`, a map from task index (int32) to "
