@@ -252,6 +252,8 @@ class _Stream:
         self._eof = False
 
     def read(self, n: int, path: str, offset: int) -> bytes:
+        """The next ``n`` bytes of the (decompressed) file; fewer only at its end. ``path``
+        and ``offset`` name the record in a DataLossError for a corrupt compressed stream."""
         while len(self._buf) < n and not self._eof:
             chunk = self._handle.read(max(_READ_CHUNK, n - len(self._buf)))
             if self._inflate is None:

@@ -55,12 +55,15 @@ class _Sampler:
         self.unique, self.range_max = unique, range_max
 
     def probability(self, c: np.ndarray) -> np.ndarray:
+        """P(class c) of one draw (float64): log((c+2)/(c+1)) / log(range_max+1) for the
+        log-uniform (Zipfian) sampler, 1/range_max for the uniform one (range_sampler.cc)."""
         c = np.asarray(c, np.float64)
         if self.kind == "log_uniform":
             return np.log((c + 2.0) / (c + 1.0)) / np.log1p(self.range_max)
         return np.full(c.shape, 1.0 / self.range_max)
 
     def draw(self, n: int) -> np.ndarray:
+        """``n`` int64 classes in [0, range_max), drawn with replacement."""
         if self.kind == "log_uniform":
             u = self.rng.random(n)
             v = np.exp(u * np.log1p(self.range_max)).astype(np.int64) - 1
@@ -68,6 +71,8 @@ class _Sampler:
         return self.rng.integers(0, self.range_max, n, dtype=np.int64)
 
     def sample(self) -> tuple[np.ndarray, int]:
+        """``num_sampled`` classes (distinct when ``unique``) and the number of draws taken
+        (the tries TF's expected counts use)."""
         s = self.num_sampled
         if not self.unique:
             return self.draw(s), s

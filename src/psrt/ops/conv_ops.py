@@ -203,6 +203,8 @@ class _Geometry:
         self.hw = (int(hw[0]), int(hw[1]))
 
     def args(self) -> tuple[int, ...]:
+        """(kernel h, w, stride h, w, dilation h, w, pad top, left, output h, w): the
+        geometry the compiled im2col/col2im kernels take."""
         return (self.kh, self.kw, self.sh, self.sw, self.dh, self.dw, self.pt, self.pl,
                 self.oh, self.ow)
 

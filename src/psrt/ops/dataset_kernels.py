@@ -42,6 +42,8 @@ class _Unary(DatasetNode):
 
 
 class Map(_Unary):
+    """``Dataset.map``: ``func`` applied to each element (or batch), as TF's MapDataset."""
+
     def __init__(self, input_dataset: DatasetNode, func: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
         self._fn = _traced(func, input_dataset, "map")
@@ -62,6 +64,8 @@ class Map(_Unary):
 
 
 class Filter(_Unary):
+    """``Dataset.filter``: the elements whose ``predicate`` is True, as TF's FilterDataset."""
+
     def __init__(self, input_dataset: DatasetNode, predicate: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
         self._fn = _traced(predicate, input_dataset, "filter")
@@ -95,6 +99,9 @@ def _static_int(x: Any) -> int | None:
 
 
 class Batch(_Unary):
+    """``Dataset.batch``: ``batch_size`` consecutive elements stacked (a last smaller batch
+    unless ``drop_remainder``), as TF's BatchDataset."""
+
     def __init__(self, input_dataset: DatasetNode, batch_size: Any, drop_remainder: Any) -> None:
         super().__init__(input_dataset)
         self._size = _size_arg(batch_size, "batch_size")
@@ -169,6 +176,9 @@ def _batch_sparse(parts: list[Any], c: int) -> SparseTensorValue:
 
 
 class PaddedBatch(Batch):
+    """``Dataset.padded_batch``: batches padded to ``padded_shapes`` with ``padding_values``,
+    as TF's PaddedBatchDataset."""
+
     def __init__(self, input_dataset: DatasetNode, batch_size: Any, padded_shapes: Any,
                  padding_values: Any, drop_remainder: Any) -> None:
         super().__init__(input_dataset, batch_size, drop_remainder)
@@ -237,6 +247,9 @@ class Unbatch(_Unary):
 
 
 class Shuffle(_Unary):
+    """``Dataset.shuffle``: a ``buffer_size`` buffer drawn from at random (graph + op seed),
+    reshuffled each iteration unless told not to, as TF's ShuffleDataset."""
+
     def __init__(self, input_dataset: DatasetNode, buffer_size: Any, seed: int | None,
                  reshuffle: bool | None) -> None:
         super().__init__(input_dataset)
@@ -275,6 +288,9 @@ class Shuffle(_Unary):
 
 
 class Repeat(_Unary):
+    """``Dataset.repeat``: the input ``count`` times (None or -1: forever), as TF's
+    RepeatDataset."""
+
     def __init__(self, input_dataset: DatasetNode, count: Any) -> None:
         super().__init__(input_dataset)
         self._count = _size_arg(-1 if count is None else count, "count")
@@ -300,6 +316,8 @@ class Repeat(_Unary):
 
 
 class Take(_Unary):
+    """``Dataset.take``: the first ``count`` elements (-1: all), as TF's TakeDataset."""
+
     def __init__(self, input_dataset: DatasetNode, count: Any) -> None:
         super().__init__(input_dataset)
         self._count = _size_arg(count, "count")
@@ -323,6 +341,9 @@ class Take(_Unary):
 
 
 class Skip(Take):
+    """``Dataset.skip``: the elements after the first ``count`` (-1: none left), as TF's
+    SkipDataset."""
+
     def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         count, src = ctx.scalar(self._count, "count"), self._input._make(ctx)
 
@@ -339,6 +360,9 @@ class Skip(Take):
 
 
 class Shard(_Unary):
+    """``Dataset.shard``: every ``num_shards``-th element from ``index`` (worker i of n), as
+    TF's ShardDataset."""
+
     def __init__(self, input_dataset: DatasetNode, num_shards: Any, index: Any) -> None:
         super().__init__(input_dataset)
         self._num = _size_arg(num_shards, "num_shards")
@@ -361,6 +385,9 @@ class Shard(_Unary):
 
 
 class Cache(_Unary):
+    """``Dataset.cache`` (in memory): the first iteration's elements replayed by later ones,
+    as TF's CacheDataset without a filename."""
+
     def _make(self, ctx: _st.Context) -> Iterator[Flat]:
         key = ("cache", id(self))
         store = ctx.counters
