@@ -281,3 +281,23 @@ def test_run_options_and_metadata_are_accepted(ps1, worker, caplog):
     assert "GPUOptions" in caplog.text
     with pytest.raises(ValueError, match="has no field"):
         psrt.RunOptions(bogus=1)
+
+
+def test_config_proto_fields_psrt_ignores_read_and_set_as_tfs():
+    # TF1 scripts read and set tf.ConfigProto's fields after construction (config.proto:
+    # allow_soft_placement = 7, log_device_placement = 8, gpu_options = 6, ...); psrt ignores
+    # them but they are attributes with TF's defaults, as on TF's message.
+    config = psrt.ConfigProto()
+    assert config.allow_soft_placement is False and config.log_device_placement is False
+    assert config.device_filters == [] and config.device_count == {}
+    assert config.intra_op_parallelism_threads == 0
+    assert isinstance(config.gpu_options, psrt.GPUOptions)
+    assert config.gpu_options.allow_growth is False
+    config.gpu_options.allow_growth = True
+    config.allow_soft_placement = True
+    assert config.gpu_options.allow_growth and config.allow_soft_placement
+    # each config has its own GPUOptions and lists (no shared mutable default)
+    other = psrt.ConfigProto(device_filters=["/job:ps"], allow_soft_placement=True)
+    assert other.gpu_options.allow_growth is False and other.device_filters == ["/job:ps"]
+    assert other.allow_soft_placement is True and psrt.ConfigProto().device_filters == []
+    assert "allow_soft_placement" not in other.ignored

@@ -76,6 +76,19 @@ class GPUOptions(_Message):
         _logger.debug("GPUOptions%s ignored: psrt has no GPU devices", kwargs or "()")
 
 
+# tf.ConfigProto's fields psrt accepts and ignores (config.proto, r1.15), with TF's defaults:
+# each is an attribute a script may read or set (``config.allow_soft_placement = True``);
+# ``gpu_options`` is a GPUOptions (``config.gpu_options.allow_growth = True``).
+_TF_IGNORED_FIELDS: dict[str, Any] = {
+    "device_count": dict, "intra_op_parallelism_threads": 0,
+    "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
+    "session_inter_op_thread_pool": list, "placement_period": 0, "device_filters": list,
+    "gpu_options": GPUOptions, "allow_soft_placement": False, "log_device_placement": False,
+    "graph_options": None, "rpc_options": None, "isolate_session_state": False,
+    "experimental": None,
+}
+
+
 class ConfigProto:
     """Session options (the part of ``tf.ConfigProto`` psrt uses).
 
@@ -136,8 +149,10 @@ class ConfigProto:
             anything is allocated. None (default): ``PSRT_PS_MEMORY_LIMIT`` (bytes, or with a
             K/M/G/T suffix), else the cgroup's or the machine's memory minus a margin
             (psrt.runtime.memory_limit); 0: no limit.
-        device_filters, allow_soft_placement, log_device_placement, ...: accepted and
-            ignored, for TF compatibility.
+        device_filters, allow_soft_placement, log_device_placement, gpu_options, ...: TF's
+            other fields (config.proto), accepted and ignored, for TF compatibility; each is
+            an attribute with TF's default (``gpu_options`` a :class:`GPUOptions`, so
+            ``config.gpu_options.allow_growth = True`` works as in TF).
 
     Raises:
         ValueError: ``sync_timeout_secs`` is not > 0, or a timeout or limit is negative.
@@ -182,4 +197,9 @@ class ConfigProto:
                              f"got {ps_memory_limit_bytes!r}")
         self.ps_memory_limit_bytes = (None if ps_memory_limit_bytes is None
                                       else int(ps_memory_limit_bytes))
+        for name, default in _TF_IGNORED_FIELDS.items():
+            value = ignored.pop(name) if name in ignored else \
+                (default() if callable(default) else default)
+            setattr(self, name, value)
+        # Other names (psrt's older keywords, fields of later TF releases): kept, unused.
         self.ignored = ignored
