@@ -406,6 +406,10 @@ class Cache(_Unary):
 
 
 class Prefetch(_Unary):
+    """``Dataset.prefetch``: a background thread keeps up to ``buffer_size`` elements ready
+    (bounded; an input error is raised at the ``get_next`` that reaches it), as TF's
+    PrefetchDataset."""
+
     def __init__(self, input_dataset: DatasetNode, buffer_size: Any) -> None:
         super().__init__(input_dataset)
         self._size = _size_arg(buffer_size, "buffer_size")
@@ -482,6 +486,10 @@ def _produce(src: Iterator[Flat], q: "queue.Queue[Any]", stop: threading.Event) 
 
 
 class Interleave(_Unary):
+    """``Dataset.interleave``: ``func`` maps each input element to a dataset; ``block_length``
+    elements are taken in turn from ``cycle_length`` of them at once, as TF's
+    InterleaveDataset (its orders are tests/test_data.py's interleave cases)."""
+
     def __init__(self, input_dataset: DatasetNode, func: Callable[..., Any], cycle_length: Any,
                  block_length: Any) -> None:
         super().__init__(input_dataset)

@@ -21,6 +21,8 @@ __all__ = ["Concatenate", "Generator", "ListFiles", "Range", "TensorSlices", "Te
            "rng", "spec"]
 
 def spec(x: Any) -> tuple[np.dtype, TensorShape]:
+    """The numpy dtype and static shape of a dataset source's component ``x`` (a Tensor or
+    a value). Raises TypeError for a tensor without a static dtype."""
     if isinstance(x, Tensor):
         if x.dtype is None:
             raise TypeError(f"tensor {x.name} has no static dtype (give its py_func a Tout)")
@@ -29,6 +31,8 @@ def spec(x: Any) -> tuple[np.dtype, TensorShape]:
 
 
 class Tensors(DatasetNode):
+    """``Dataset.from_tensors``: one element, the (nested) ``tensors``."""
+
     def __init__(self, tensors: Any) -> None:
         structure = _st.map_structure(_st.element_value, tensors)
         self._values = _st.flatten(structure)
@@ -43,6 +47,9 @@ class Tensors(DatasetNode):
 
 
 class TensorSlices(Tensors):
+    """``Dataset.from_tensor_slices``: one element per row of the first dimension, which
+    every component must share (else ValueError), as TF's TensorSliceDataset."""
+
     def __init__(self, tensors: Any) -> None:
         super().__init__(tensors)
         first = None
@@ -69,6 +76,9 @@ class TensorSlices(Tensors):
 
 
 class Range(DatasetNode):
+    """``Dataset.range(stop)`` / ``(start, stop[, step])``: int64 scalars, as Python's range
+    and TF's RangeDataset."""
+
     def __init__(self, *args: Any) -> None:
         if not 1 <= len(args) <= 3:
             raise ValueError(f"Invalid arguments to range: {args!r}")
@@ -88,6 +98,11 @@ class Range(DatasetNode):
 
 
 class Generator(DatasetNode):
+    """``Dataset.from_generator``: the elements ``generator(*args)`` yields, a new generator
+    per iteration. At ``get_next``: TypeError for an element that does not match the
+    structure or convert to ``output_types``, InvalidArgumentError for one whose shape is
+    not ``output_shapes``."""
+
     def __init__(self, generator: Callable[..., Any], output_types: Any, output_shapes: Any,
                  args: Any) -> None:
         if not callable(generator):
@@ -149,6 +164,8 @@ def _flat_like(template: Any, elem: Any) -> list[Any]:
 
 
 class Zip(DatasetNode):
+    """``Dataset.zip``: elements of several datasets side by side, ending with the shortest."""
+
     def __init__(self, datasets: Any) -> None:
         self._datasets = _st.flatten(datasets)
         for d in self._datasets:
@@ -169,6 +186,8 @@ class Zip(DatasetNode):
 
 
 class Concatenate(DatasetNode):
+    """``Dataset.concatenate``: ``a``'s elements, then ``b``'s (same types and structure)."""
+
     def __init__(self, a: DatasetNode, b: DatasetNode) -> None:
         if not isinstance(b, DatasetNode):
             raise TypeError(f"concatenate takes a Dataset; got {b!r}")
@@ -200,6 +219,9 @@ def _most_specific(s: TensorShape, t: TensorShape) -> TensorShape:
 
 
 class ListFiles(DatasetNode):
+    """``Dataset.list_files``: the file names (bytes) matching ``pattern``, shuffled unless
+    ``shuffle=False`` (seeded), as TF's list_files."""
+
     def __init__(self, pattern: Any, shuffle: bool | None, seed: int | None) -> None:
         self._pattern = _st.element_value(pattern)
         self._shuffle = True if shuffle is None else bool(shuffle)

@@ -311,6 +311,7 @@ class _Lines:
         self.number = 0
 
     def line(self) -> bytes | None:
+        """The next line without its newline (b"" for an empty one); None at the end."""
         raw = self._f.readline()
         if not raw:
             return None
@@ -322,6 +323,7 @@ class _Lines:
         return raw
 
     def close(self) -> None:
+        """Closes the file."""
         self._f.close()
 
 

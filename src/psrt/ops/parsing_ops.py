@@ -141,6 +141,8 @@ class _Dense:
                             else _np_value(spec.default_value, self.dtype, self.shape, key))
 
     def static(self, batch: int | None, is_batch: bool) -> list[int | None]:
+        """The output's static shape: [batch] for parse_example, [None] for a sequence
+        feature's steps, then the feature's shape."""
         lead: list[int | None] = [None] if self.sequence else []
         return ([batch] if is_batch else []) + lead + self.shape
 
@@ -283,12 +285,16 @@ class _Spec:
                                  f"FixedLenFeature or FixedLenSequenceFeature")
 
     def dtypes(self) -> list[np.dtype]:
+        """The op's output dtypes: (int64 indices, values, int64 dense_shape) per sparse
+        feature, then one per dense feature."""
         out: list[np.dtype] = []
         for _, dt, _ in self.sparse:
             out += [np.dtype(np.int64), dt, np.dtype(np.int64)]
         return out + [d.dtype for d in self.dense]
 
     def shapes(self, batch: int | None, is_batch: bool, rank: int) -> list[Any]:
+        """The static shapes of :meth:`dtypes`' outputs (``rank``: a sparse feature's
+        dense rank)."""
         out: list[Any] = []
         for _ in self.sparse:
             out += [[None, rank], [None], [rank]]
