@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 MAGIC = 0x54525350  # b"PSRT"
-VERSION = 6
+VERSION = 7
 HEADER = struct.Struct("<IHBBQIBBBBQqddII")
 assert HEADER.size == 64
 FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "status", "slot",
-          "reserved", "payload_len", "step", "arg0", "arg1", "count", "reserved2")
+          "flags2", "payload_len", "step", "arg0", "arg1", "count", "reserved2")
 
 HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
 STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE, AUTH = 7, 8, 9, 10, 11, 12, 13
@@ -26,6 +26,8 @@ MAX_OP = CLUSTER_INFO
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
 F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
 F_ATOMIC = 8  # version 6: PUSH, applied only once all of it arrived (bit 3, as INITIALIZED)
+# Version 7: the header's flags2 byte (was reserved).
+F2_SEQUENCED, F2_DUPLICATE, F2_AWAITING, F2_STALE = 1, 2, 4, 8
 ANY_TASK = 0xFFFF_FFFF
 
 FLOAT32, FLOAT64, INT64 = 1, 2, 3
@@ -130,11 +132,13 @@ def _string(s: bytes | str) -> bytes:
 
 def hello_payload(job: bytes | str = b"worker", expect_job: bytes | str = b"",
                   expect_task: int = ANY_TASK,
-                  jobs: Sequence[tuple[bytes | str, int]] = ()) -> bytes:
-    """The version-6 HELLO payload (docs/protocol.md, HELLO): the sender's job, the job and
-    task it means to reach (empty: any), then (job, digest) pairs of its cluster."""
+                  jobs: Sequence[tuple[bytes | str, int]] = (), client_id: int = 0) -> bytes:
+    """The version-7 HELLO payload (docs/protocol.md, HELLO): the sender's job, the job and
+    task it means to reach (empty: any), (job, digest) pairs of its cluster, then its client
+    id (u64, 0: none)."""
     return (_string(job) + _string(expect_job) + struct.pack("<IB", expect_task, len(jobs))
-            + b"".join(_string(j) + struct.pack("<Q", d) for j, d in jobs))
+            + b"".join(_string(j) + struct.pack("<Q", d) for j, d in jobs)
+            + struct.pack("<Q", client_id))
 
 
 def hello_frame(job: bytes = b"worker", task: int = 0, **fields: Any) -> bytes:

@@ -610,8 +610,9 @@ def may_stream(op: int, flags: int, slot: int) -> bool:
             or (op == REGISTER and bool(flags & INIT)))
 
 
-# Version 6: the longest HELLO payload (two job names of 256 bytes, the task, 16 digests).
-MAX_HELLO_PAYLOAD = 2 + 256 + 2 + 256 + 4 + 1 + 16 * (2 + 256 + 8)
+# Version 7: the longest HELLO payload (two job names of 256 bytes, the task, 16 digests, the
+# client id).
+MAX_HELLO_PAYLOAD = 2 + 256 + 2 + 256 + 4 + 1 + 16 * (2 + 256 + 8) + 8
 # The fuzzed ps task is /job:ps/task:0, started without a cluster (no digest is compared).
 PS_JOB, PS_TASK = b"ps", 0
 
@@ -646,7 +647,7 @@ def hello_content_error(payload: bytes) -> int | None:
             return INVALID_ARGUMENT
         pos += 8
         names.append(name)
-    if pos != len(payload):
+    if len(payload) - pos != 8:  # version 7: the client id, last
         return INVALID_ARGUMENT
     for n in names:
         try:
@@ -661,12 +662,12 @@ def hello_content_error(payload: bytes) -> int | None:
 def header_error(h: Sequence[Any], max_payload: int, hello_done: bool) -> int | None:
     """The status of the first documented fixed-header check `h` (a HEADER tuple) fails, in
     the documented order, or None when it passes them all."""
-    magic, version, op, flags, _, _, dtype, status, slot, reserved, plen = h[:11]
+    magic, version, op, flags, _, _, dtype, status, slot, flags2, plen = h[:11]
     if magic != MAGIC:
         return INVALID_ARGUMENT
     if version != VERSION:
         return FAILED_PRECONDITION
-    if op == 0 or op > MAX_OP or dtype > 3 or status or reserved or h[15]:
+    if op == 0 or op > MAX_OP or dtype > 3 or status or flags2 & ~0x0F or h[15]:
         return INVALID_ARGUMENT
     if plen > (MAX_STREAM_PAYLOAD if may_stream(op, flags, slot) else max_payload):
         return RESOURCE_EXHAUSTED
@@ -683,7 +684,7 @@ def op_error(op: int, flags: int, dtype: int, count: int, plen: int, arg1: float
     a valid header, or None when they pass (or cannot be predicted: an id the fuzzer did not
     register itself). CLUSTER_INFO and AUTH, which depend on no state, are answered in full."""
     bad_flags = bool(flags & ~ALLOWED_FLAGS.get(op, 0))
-    if op == HELLO:  # version 6: a HelloRecord of at most MAX_HELLO_PAYLOAD bytes
+    if op == HELLO:  # version 7: a HelloRecord of at most MAX_HELLO_PAYLOAD bytes
         return INVALID_ARGUMENT if plen > MAX_HELLO_PAYLOAD or bad_flags else None
     if op == WORKER_DONE:
         return INVALID_ARGUMENT if plen > 256 or bad_flags else None
