@@ -27,6 +27,18 @@ namespace {
 double SecondsLeft(Clock::time_point deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
 }
+
+// A random non-zero client id from the OS random source (auth.h); without one, the clock and
+// the process id, so two Clients still differ.
+uint64_t NewClientId() {
+  uint8_t nonce[kNonceSize];
+  uint64_t id = 0;
+  if (RandomNonce(nonce)) std::memcpy(&id, nonce, sizeof id);
+  if (id == 0)
+    id = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull ^
+         static_cast<uint64_t>(getpid());
+  return id == 0 ? 1 : id;
+}
 }  // namespace
 
 struct Client::Conn {
@@ -34,9 +46,10 @@ struct Client::Conn {
   int shard = 0;
   std::string address;
   std::string name;        // "/job:ps/task:K at host:port"
+  std::string expect_job;  // Connect's expectation, kept for a reconnect
+  int expect_task = -1;
   int64_t incarnation = 0;
   Status error;            // sticky: the first failure of this connection
-  uint64_t next_id = 1;
 
   // Per-batch state.
   std::vector<Call*> calls;            // in send order
@@ -64,7 +77,11 @@ Client::Client(std::string job, int task, std::string secret, double heartbeat_t
     : job_(std::move(job)),
       task_(task),
       secret_(std::move(secret)),
-      heartbeat_timeout_s_(heartbeat_timeout_s) {}
+      heartbeat_timeout_s_(heartbeat_timeout_s),
+      client_id_(NewClientId()),
+      replicas_([this](const ReplicaSet::Target& t, ReplicaSet::Dialed* d) {
+        return Redial(t, d);
+      }) {}
 
 Client::~Client() {
   Close();
@@ -84,6 +101,8 @@ Client::~Client() {
 }
 
 void Client::Close() {
+  replicas_.Stop();  // no reconnect after this
+  closed_ = true;
   {
     std::lock_guard<std::mutex> l(hb_mu_);
     for (Watch& w : hb_) {
@@ -114,12 +133,47 @@ int64_t Client::Incarnation(int shard) const {
 Status Client::ShardStatus(int shard) const {
   if (shard < 0 || shard >= num_shards() || !conns_[shard])
     return FailedPrecondition("not connected to /job:ps/task:" + std::to_string(shard));
+  if (replicas_.Members(shard) != nullptr && !closed_) return replicas_.GroupStatus(shard);
   return conns_[shard]->error;
 }
 
 void Client::SetCluster(std::vector<JobDigest> jobs, std::string description) {
+  std::lock_guard<std::mutex> l(hello_mu_);
   cluster_jobs_ = std::move(jobs);
   cluster_description_ = std::move(description);
+}
+
+ReplicaSet::Target Client::TargetOf(int shard) const {
+  const Conn& c = *conns_[shard];
+  ReplicaSet::Target t;
+  t.shard = shard;
+  t.address = c.address;
+  t.name = c.name;
+  t.expect_job = c.expect_job;
+  t.expect_task = c.expect_task;
+  return t;
+}
+
+const Status& Client::ConnError(int shard) const { return conns_[shard]->error; }
+
+void Client::FailConn(int shard, const Status& st) { conns_[shard]->Fail(st); }
+
+bool Client::Replace(const ReplicaSet::Dialed& d, int64_t* old_incarnation) {
+  std::unique_ptr<Conn>& slot = conns_[d.shard];
+  auto conn = std::make_unique<Conn>();
+  conn->shard = d.shard;
+  conn->address = slot->address;
+  conn->name = slot->name;
+  conn->expect_job = slot->expect_job;
+  conn->expect_task = slot->expect_task;
+  conn->incarnation = d.incarnation;
+  conn->fd = d.fd;
+  *old_incarnation = slot->incarnation;
+  const int old_fd = slot->fd;
+  slot = std::move(conn);
+  WatchShard(d.shard, d.fd, d.hb_fd, slot->name);
+  CloseFd(old_fd);
+  return *old_incarnation == d.incarnation;
 }
 
 Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
@@ -178,7 +232,13 @@ Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
   hello.job = job_;
   hello.expect_job = expect_job;
   hello.expect_task = expect_job.empty() ? kAnyTask : static_cast<uint32_t>(expect_task);
-  hello.jobs = cluster_jobs_;
+  std::string cluster_description;
+  {
+    std::lock_guard<std::mutex> l(hello_mu_);
+    hello.jobs = cluster_jobs_;
+    cluster_description = cluster_description_;
+  }
+  hello.client_id = client_id_;
   Writer hw;
   hello.Encode(&hw);
   const std::vector<uint8_t>& hp = hw.buffer();
@@ -190,7 +250,7 @@ Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
   Header r;
   std::string reply;
   const std::string mine =
-      cluster_description_.empty() ? "" : "; this worker's cluster: " + cluster_description_;
+      cluster_description.empty() ? "" : "; this worker's cluster: " + cluster_description;
   Status hs = exchange(h, hp.data(), hp.size(), &r, &reply);
   if (hs.code() == Code::kFailedPrecondition && r.magic == kWireMagic &&
       r.version == kWireVersion)
@@ -252,21 +312,14 @@ Status Client::Handshake(int fd, const std::string& name, uint32_t channel,
   return SetNonBlocking(fd, true);
 }
 
-Status Client::Connect(int shard, const std::string& address, double timeout_s,
-                       const std::string& expect_job, int expect_task) {
-  if (shard < 0) return InvalidArgument("shard index " + std::to_string(shard) + " < 0");
+Status Client::Dial(const std::string& address, const std::string& name, double timeout_s,
+                    bool retry, const std::string& expect_job, int expect_task,
+                    ReplicaSet::Dialed* out) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_s));
   std::string host;
   int port = 0;
   PSRT_RETURN_IF_ERROR(ParseAddress(address, &host, &port));
-  if (shard >= num_shards()) conns_.resize(shard + 1);
-  auto conn = std::make_unique<Conn>();
-  conn->shard = shard;
-  conn->address = address;
-  conn->name = (expect_job.empty() ? "/job:ps/task:" + std::to_string(shard)
-                                    : "/job:" + expect_job + "/task:" + std::to_string(expect_task)) +
-               " at " + address;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s));
   double backoff = 0.01;
   Status st;
   int fd = -1;
@@ -274,13 +327,13 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s,
     st = psrt::Connect(host, port, &fd, std::max(SecondsLeft(deadline), 0.01));
     if (st.ok()) break;
     double left = SecondsLeft(deadline);
-    if (left <= 0)
-      return Unavailable("cannot reach " + conn->name + " within " + std::to_string(timeout_s) +
+    if (left <= 0 || !retry)
+      return Unavailable("cannot reach " + name + " within " + std::to_string(timeout_s) +
                          " s: " + st.message());
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(backoff, left)));
     backoff = std::min(backoff * 2, 0.5);
   }
-  st = Handshake(fd, conn->name, kChannelRequests, deadline, &conn->incarnation, expect_job,
+  st = Handshake(fd, name, kChannelRequests, deadline, &out->incarnation, expect_job,
                  expect_task);
   if (!st.ok()) {
     CloseFd(fd);
@@ -291,7 +344,7 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s,
   if (heartbeat_timeout_s_ > 0) {
     st = psrt::Connect(host, port, &hb_fd, std::max(SecondsLeft(deadline), 1.0));
     if (st.ok())
-      st = Handshake(hb_fd, conn->name, kChannelHeartbeat, deadline, nullptr, expect_job,
+      st = Handshake(hb_fd, name, kChannelHeartbeat, deadline, nullptr, expect_job,
                      expect_task);
     if (!st.ok()) {
       CloseFd(fd);
@@ -299,158 +352,64 @@ Status Client::Connect(int shard, const std::string& address, double timeout_s,
       return Status(st.code(), "heartbeat connection: " + st.message());
     }
   }
-  conn->fd = fd;
+  out->fd = fd;
+  out->hb_fd = hb_fd;
+  return Status::Ok();
+}
+
+Status Client::Connect(int shard, const std::string& address, double timeout_s,
+                       const std::string& expect_job, int expect_task) {
+  if (shard < 0) return InvalidArgument("shard index " + std::to_string(shard) + " < 0");
+  std::string host;
+  int port = 0;
+  PSRT_RETURN_IF_ERROR(ParseAddress(address, &host, &port));
+  if (shard >= num_shards()) conns_.resize(shard + 1);
+  auto conn = std::make_unique<Conn>();
+  conn->shard = shard;
+  conn->address = address;
+  conn->expect_job = expect_job;
+  conn->expect_task = expect_task;
+  conn->name = (expect_job.empty() ? "/job:ps/task:" + std::to_string(shard)
+                                    : "/job:" + expect_job + "/task:" + std::to_string(expect_task)) +
+               " at " + address;
+  ReplicaSet::Dialed d;
+  PSRT_RETURN_IF_ERROR(Dial(address, conn->name, timeout_s, true, expect_job, expect_task, &d));
+  conn->fd = d.fd;
+  conn->incarnation = d.incarnation;
   const int old_fd = conns_[shard] ? conns_[shard]->fd : -1;
   conns_[shard] = std::move(conn);
-  WatchShard(shard, fd, hb_fd, conns_[shard]->name);
+  WatchShard(shard, d.fd, d.hb_fd, conns_[shard]->name);
   CloseFd(old_fd);
   return Status::Ok();
 }
 
-// ---- Heartbeats ----------------------------------------------------------------------------
-
-void Client::WatchShard(int shard, int data_fd, int hb_fd, const std::string& name) {
-  std::lock_guard<std::mutex> l(hb_mu_);
-  if (static_cast<int>(hb_.size()) <= shard) hb_.resize(shard + 1);
-  Watch& w = hb_[shard];
-  if (w.fd >= 0) hb_retired_.push_back(w.fd);
-  w = Watch();
-  w.fd = hb_fd;
-  w.data_fd = data_fd;
-  w.name = name;
-  w.last_answer = Clock::now();
-  if (hb_fd >= 0 && !hb_thread_.joinable() && !hb_stop_) {
-    if (pipe2(hb_wake_, O_CLOEXEC | O_NONBLOCK) == 0) {
-      try {
-        hb_thread_ = std::thread([this] { HeartbeatLoop(); });
-      } catch (const std::system_error&) {
-        CloseFd(hb_wake_[0]);
-        CloseFd(hb_wake_[1]);
-        hb_wake_[0] = hb_wake_[1] = -1;
-      }
-    }
-  }
-  if (hb_wake_[1] >= 0) {
-    char b = 1;
-    ssize_t ignored = write(hb_wake_[1], &b, 1);
-    (void)ignored;
-  }
-}
-
-Status Client::HeartbeatVerdict(int shard) {
-  std::lock_guard<std::mutex> l(hb_mu_);
-  if (shard < 0 || shard >= static_cast<int>(hb_.size())) return Status::Ok();
-  return hb_[shard].verdict;
-}
-
-void Client::HeartbeatLoop() {
-  const double timeout = heartbeat_timeout_s_;
-  // A PING every quarter of the timeout (at most every second), so a reply is awaited several
-  // times before the verdict.
-  const double interval = std::min(1.0, std::max(0.01, timeout / 4));
-  std::vector<struct pollfd> pfds;
-  std::vector<int> shards;
-  for (;;) {
-    pfds.clear();
-    shards.clear();
-    {
-      std::lock_guard<std::mutex> l(hb_mu_);
-      if (hb_stop_) break;
-      for (int fd : hb_retired_) CloseFd(fd);
-      hb_retired_.clear();
-      const auto now = Clock::now();
-      for (size_t i = 0; i < hb_.size(); ++i) {
-        Watch& w = hb_[i];
-        if (w.fd < 0 || !w.verdict.ok()) continue;
-        const double silent = std::chrono::duration<double>(now - w.last_answer).count();
-        if (w.waiting && silent > timeout) {
-          char buf[96];
-          snprintf(buf, sizeof buf, "did not answer a heartbeat within %g s (silent for %.1f s)",
-                   timeout, silent);
-          Condemn(&w, w.name + " " + buf);
-          continue;
-        }
-        if (!w.waiting &&
-            std::chrono::duration<double>(now - w.last_sent).count() >= interval) {
-          Header h;
-          h.op = static_cast<uint8_t>(Op::kPing);
-          h.request_id = ++w.next_id;
-          uint8_t hb[kHeaderSize];
-          EncodeHeader(h, hb);
-          const ssize_t n = send(w.fd, hb, kHeaderSize, MSG_DONTWAIT | MSG_NOSIGNAL);
-          if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            Condemn(&w, errno == EPIPE || errno == ECONNRESET
-                            ? "connection to " + w.name + " closed by the ps task"
-                            : ErrnoMessage("send to", w.name, errno));
-            continue;
-          }
-          if (n == static_cast<ssize_t>(kHeaderSize)) {
-            w.waiting = true;
-            w.last_answer = now;  // the silence is counted from the first unanswered PING
-            w.last_sent = now;
-          }
-          // A partial or refused send (full buffer) is retried next time; a ps that stopped
-          // reading is caught by the silence above once a PING went out.
-        }
-        pfds.push_back({w.fd, POLLIN, 0});
-        shards.push_back(static_cast<int>(i));
-      }
-      pfds.push_back({hb_wake_[0], POLLIN, 0});
-    }
-    const int rc = poll(pfds.data(), pfds.size(), static_cast<int>(interval * 1000) + 1);
-    if (rc < 0 && errno != EINTR) break;
-    if (pfds.back().revents & POLLIN) {
-      char drain[64];
-      while (read(hb_wake_[0], drain, sizeof drain) > 0) {
-      }
-    }
-    std::lock_guard<std::mutex> l(hb_mu_);
-    for (size_t k = 0; k + 1 < pfds.size(); ++k) {
-      if (pfds[k].revents == 0) continue;
-      Watch& w = hb_[shards[k]];
-      if (w.fd != pfds[k].fd || !w.verdict.ok()) continue;  // replaced meanwhile
-      for (;;) {
-        const ssize_t r = recv(w.fd, w.buf + w.got, kHeaderSize - w.got, MSG_DONTWAIT);
-        if (r > 0) {
-          w.got += static_cast<size_t>(r);
-          if (w.got < kHeaderSize) continue;
-          w.got = 0;
-          const Header reply = DecodeHeader(w.buf);
-          if (reply.magic != kWireMagic || reply.status != 0 || reply.payload_len != 0 ||
-              !(reply.flags & kFlagReply)) {
-            Condemn(&w, w.name + ": bad heartbeat reply");
-            break;
-          }
-          w.waiting = false;
-          w.last_answer = Clock::now();
-          continue;
-        }
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (r < 0 && errno == EINTR) continue;
-        // The ps task closed or lost the connection (it exited, or its host reset it): the
-        // same words the request connection would use when it sees the end of stream.
-        const int err = errno;
-        Condemn(&w, r == 0 || err == ECONNRESET
-                        ? "connection to " + w.name + " closed by the ps task"
-                        : ErrnoMessage("recv from", w.name, err));
-        break;
-      }
-    }
-  }
-}
-
-void Client::Condemn(Watch* w, const std::string& why) {
-  // Requires hb_mu_. The request connection is shut down so a call blocked on it ends now and
-  // reports `why` (Run asks HeartbeatVerdict when its connection fails).
-  w->verdict = Unavailable(why);
-  if (w->data_fd >= 0) shutdown(w->data_fd, SHUT_RDWR);
-  hb_retired_.push_back(w->fd);
-  w->fd = -1;
-}
-
 Status Client::Run(std::vector<Call>* calls, double timeout_s) {
+  for (Call& c : *calls) c.request_id = 0;  // ids are the Client's to give
+  if (!replicas_.empty() && !closed_) return RunReplicated(calls, timeout_s);
+  std::vector<Call*> batch;
+  batch.reserve(calls->size());
+  for (Call& c : *calls) batch.push_back(&c);
+  RunBatch(batch, timeout_s);
+  for (Call& c : *calls) FinishAwaiting(&c);
+  for (auto& c : *calls)
+    if (!c.status.ok()) return c.status;
+  return Status::Ok();
+}
+
+void Client::FinishAwaiting(Call* c) const {
+  if (!c->status.ok() || !(c->flags2_out & kFlag2Awaiting) || c->op == Op::kIsInitialized)
+    return;
+  const std::string name = c->handle >= 0 && c->handle < num_vars()
+                               ? vars_[c->handle].spec.name
+                               : "variable id " + std::to_string(c->var_id);
+  c->status = FailedPrecondition("Attempting to use uninitialized value " + name +
+                                 " (its ps task awaits a copy of it)");
+}
+
+void Client::RunBatch(const std::vector<Call*>& calls, double timeout_s) {
   std::vector<Conn*> active;
-  for (auto& c : *calls) {
+  for (Call* cp : calls) {
+    Call& c = *cp;
     if (c.shard < 0 || c.shard >= num_shards() || !conns_[c.shard]) {
       c.status = FailedPrecondition("not connected to /job:ps/task:" + std::to_string(c.shard));
       continue;
@@ -481,7 +440,9 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       Header h;
       h.op = static_cast<uint8_t>(c->op);
       h.flags = c->flags;
-      h.request_id = conn->next_id++;
+      h.flags2 = c->flags2;
+      if (c->request_id == 0) c->request_id = next_request_id_++;
+      h.request_id = c->request_id;
       h.var_id = c->var_id;
       h.dtype = static_cast<uint8_t>(c->dtype);
       h.slot = c->slot;
@@ -531,8 +492,12 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         Header h = DecodeHeader(conn->hbuf);
         Call* c = conn->calls[conn->replies];
         Status st = CheckHeader(h, uint64_t{1} << 40);
-        if (st.ok() && (!(h.flags & kFlagReply) || h.request_id != conn->next_id - conn->calls.size() + conn->replies))
-          st = Internal("reply out of order from " + conn->name);
+        // Each reply answers the request sent for its own call (ids are shared by all of
+        // this Client's connections, so they are not consecutive on one).
+        if (st.ok() && (!(h.flags & kFlagReply) || h.request_id != c->request_id))
+          st = Internal("reply out of order from " + conn->name + ": request id " +
+                        std::to_string(h.request_id) + ", expected " +
+                        std::to_string(c->request_id));
         if (!st.ok()) return fail(conn, Status(st.code(), conn->name + ": " + st.message()));
         conn->reply = h;
         conn->in_payload = true;
@@ -541,9 +506,12 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
         if (h.status != 0) {
           conn->msg.resize(h.payload_len);
           conn->dst = reinterpret_cast<uint8_t*>(conn->msg.data());
-        } else if ((c->flags & kFlagWaitStep) && (h.flags & kFlagNotReady) &&
-                   h.payload_len == 0) {
-          conn->dst = nullptr;  // a wait that timed out: no value, the caller's array untouched
+        } else if (((c->flags & kFlagWaitStep) && (h.flags & kFlagNotReady) &&
+                    h.payload_len == 0) ||
+                   ((h.flags2 & kFlag2Awaiting) && h.payload_len == 0)) {
+          // A wait that timed out, or a replica awaiting a copy: no value, the caller's
+          // array untouched.
+          conn->dst = nullptr;
         } else if (c->recv != nullptr) {
           if (h.payload_len != c->recv_len)
             return fail(conn, Internal("reply from " + conn->name + " carries " +
@@ -576,6 +544,7 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
       c->status = h.status == 0 ? Status::Ok() : Status(static_cast<Code>(h.status), conn->msg);
       c->step_out = h.step;
       c->flags_out = h.flags;
+      c->flags2_out = h.flags2;
       c->var_id_out = h.var_id;
       c->count_out = h.count;
     }
@@ -668,9 +637,6 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
     conn->calls.clear();
     conn->iov.clear();
   }
-  for (auto& c : *calls)
-    if (!c.status.ok()) return c.status;
-  return Status::Ok();
 }
 
 Status Client::Register(const std::vector<VarSpec>& specs, const std::vector<int>& shards,
@@ -710,8 +676,23 @@ Status Client::Register(const std::vector<VarSpec>& specs, const std::vector<int
     v.spec = specs[i];
     v.nbytes = static_cast<size_t>(specs[i].NumElements()) * DTypeSize(specs[i].dtype);
     v.initialized = (calls[i].flags_out & kFlagInitialized) != 0;
+    if (const std::vector<int>* members = replicas_.Members(shards[i])) {
+      // Its place on every replica; one not reached registers it when it rejoins.
+      for (int m : *members) {
+        ReplicaVar r;
+        r.shard = m;
+        for (const auto& [shard, id] : calls[i].replica_ids)
+          if (shard == m) {
+            r.id = id;
+            r.registered = true;
+          }
+        v.replicas.push_back(r);
+      }
+    }
+    v.handle = num_vars();
     vars_.push_back(std::move(v));
     handles->push_back(static_cast<int>(vars_.size()) - 1);
+    replicas_.AddVar(shards[i], handles->back());
   }
   return st;
 }

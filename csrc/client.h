@@ -20,6 +20,15 @@
 //
 // Authentication: with the job's secret, Connect answers the ps task's challenge (HMAC-SHA256
 // over fresh nonces, auth.h) and checks the ps task's proof in turn.
+//
+// Request ids (version 7): every request of every connection takes its id from one counter
+// per Client, so each connection sees increasing ids, and a reply is checked against the id
+// sent for its own call. Every HELLO carries the Client's random non-zero client_id: with
+// it, a ps task recognizes a SEQUENCED request it already applied (docs/protocol.md).
+//
+// Replication (SetReplicas, replica_set.h): a logical shard's variables may live on a group
+// of ps tasks; Run then sends each mutation to every live replica and each read to the
+// group's primary, and a background thread reconnects to a lost replica every 0.5 s.
 #pragma once
 
 #include <atomic>
@@ -29,48 +38,16 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "call.h"
+#include "replica_set.h"
 #include "status.h"
 #include "wire.h"
 
 namespace psrt {
 
-// One request of a batch and, after Run, its result.
-struct Call {
-  Op op = Op::kPing;
-  int shard = 0;
-  uint32_t var_id = 0;
-  uint8_t slot = 0;
-  uint8_t flags = 0;
-  DType dtype = DType::kInvalid;
-  uint32_t count = 0;
-  int64_t step = 0;
-  double arg0 = 0.0;
-  double arg1 = 0.0;
-  const void* send[2] = {nullptr, nullptr};   // payload parts, sent in order
-  size_t send_len[2] = {0, 0};
-  void* recv = nullptr;     // an OK reply's payload goes here and must be exactly recv_len
-  size_t recv_len = 0;
-  std::vector<uint8_t> recv_vec;   // used when recv is null
-  // Results.
-  Status status = Status(Code::kUnknown, "not run");
-  int64_t step_out = 0;
-  uint8_t flags_out = 0;
-  uint32_t var_id_out = 0;
-  uint32_t count_out = 0;
-};
-
-// What a worker knows of a variable it registered.
-struct RemoteVar {
-  int shard = 0;
-  uint32_t id = 0;
-  VarSpec spec;
-  size_t nbytes = 0;
-  bool initialized = false;
-};
-
-using Clock = std::chrono::steady_clock;
 
 class Client {
  public:
@@ -102,12 +79,31 @@ class Client {
   std::string ShardName(int shard) const;
   int64_t Incarnation(int shard) const;
   // The sticky failure of the shard's connection (OK while healthy); FailedPrecondition when
-  // the shard is not connected.
+  // the shard is not connected. A replicated shard: OK until its group lost its last whole
+  // replica, then that failure.
   Status ShardStatus(int shard) const;
 
   // Runs a batch; see the file comment. Returns the first failed call's status (calls keep
-  // their own). timeout_s < 0: no deadline.
+  // their own). timeout_s < 0: no deadline. A read answered AWAITING by every replica it
+  // went to is FailedPrecondition (uninitialized), as a PULL of an uninitialized variable.
   Status Run(std::vector<Call>* calls, double timeout_s);
+
+  // Version 7: the id every HELLO of this Client carries (random, non-zero).
+  uint64_t client_id() const { return client_id_; }
+  // Replication (replica_set.h): logical shard `shard`'s variables live on `replicas`
+  // (connected shards, preference order, starting with `shard`). Before a variable of the
+  // shard is registered: FailedPrecondition otherwise; InvalidArgument naming a bad list.
+  Status SetReplicas(int shard, const std::vector<int>& replicas);
+  std::vector<std::pair<int, ReplicaState>> ReplicaStatus() const { return replicas_.States(); }
+  // Lost replicas whose groups' reads moved to another whole replica; any thread, lock-free.
+  uint64_t failovers() const { return replicas_.failovers(); }
+  // Log lines of the replica groups since the last call; each starts with its level, 'W'
+  // (warning) or 'I' (info). Any thread.
+  std::vector<std::string> TakeReplicaEvents() { return replicas_.TakeEvents(); }
+  // The physical shard a read of logical shard `shard` goes to now (-1: none is live).
+  int ReadShard(int shard) const { return replicas_.Primary(shard); }
+  // The shard is a replica this Client lost and has not reconnected yet.
+  bool ShardDown(int shard) const { return replicas_.Dead(shard); }
 
   // Typed operations, all batched through Run. Handles index vars().
   Status Register(const std::vector<VarSpec>& specs, const std::vector<int>& shards,
@@ -143,6 +139,33 @@ class Client {
     Status verdict;              // non-OK: the ps task stopped answering
   };
 
+  // Connects to `address` and exchanges HELLO on the request connection and (with a
+  // heartbeat timeout) a heartbeat connection, within timeout_s; `retry`: refused
+  // connections are retried with backoff until then. Any thread (reads only what the
+  // constructor and SetCluster set).
+  Status Dial(const std::string& address, const std::string& name, double timeout_s,
+              bool retry, const std::string& expect_job, int expect_task,
+              ReplicaSet::Dialed* out);
+  // The reconnect thread's dial of a lost replica: one attempt within 1 s.
+  Status Redial(const ReplicaSet::Target& t, ReplicaSet::Dialed* out);
+  // Sends every call and reads every reply (the file comment); ids are the calls' own, or the
+  // next of the counter where 0.
+  void RunBatch(const std::vector<Call*>& calls, double timeout_s);
+  // Run with replica groups (client_replicas.cc).
+  Status RunReplicated(std::vector<Call>* calls, double timeout_s);
+  // The status of every shard's connection (heartbeat verdicts applied).
+  std::vector<Status> Links();
+  // Adopts the connections the reconnect thread made and registers the variables there again.
+  void Adopt(double timeout_s);
+  // A read's AWAITING reply as the logical result: FailedPrecondition (uninitialized).
+  void FinishAwaiting(Call* c) const;
+  // The connection of a connected shard, as the replica code needs it (client.cc owns Conn).
+  ReplicaSet::Target TargetOf(int shard) const;
+  const Status& ConnError(int shard) const;
+  void FailConn(int shard, const Status& st);
+  // Replaces the shard's connection with a dialed one (heartbeat watch included); true when
+  // the ps task kept its incarnation. *old_incarnation: the one before.
+  bool Replace(const ReplicaSet::Dialed& d, int64_t* old_incarnation);
   // HELLO (+ AUTH when challenged) on a fresh blocking fd, which is left non-blocking.
   Status Handshake(int fd, const std::string& name, uint32_t channel, Clock::time_point deadline,
                    int64_t* incarnation, const std::string& expect_job, int expect_task);
@@ -154,6 +177,7 @@ class Client {
   std::string job_;
   int task_;
   std::string secret_;
+  mutable std::mutex hello_mu_;  // guards the two below: the reconnect thread reads them
   std::vector<JobDigest> cluster_jobs_;
   std::string cluster_description_;
   bool atomic_pushes_ = false;
@@ -163,6 +187,9 @@ class Client {
   std::vector<RemoteVar> vars_;
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
+  uint64_t client_id_ = 0;
+  uint64_t next_request_id_ = 1;  // the one counter of every request's id
+  bool closed_ = false;
 
   std::mutex hb_mu_;
   std::vector<Watch> hb_;
@@ -170,6 +197,8 @@ class Client {
   bool hb_stop_ = false;
   int hb_wake_[2] = {-1, -1};
   std::thread hb_thread_;
+  // Last: destroyed (its reconnect thread joined) before the members its dials read.
+  ReplicaSet replicas_;
 };
 
 }  // namespace psrt

@@ -191,10 +191,12 @@ std::vector<std::pair<int, bool>> PyClient::register_vars(const py::list& specs)
     inits.push_back(init);
   }
   std::vector<int> handles;
-  Check(WithoutGil([&] {
+  Status st = WithoutGil([&] {
     std::lock_guard<std::mutex> l(mu_);
     return client_.Register(vs, shards, inits, &handles);
-  }));
+  });
+  LogReplicaEvents();
+  Check(st);
   std::vector<std::pair<int, bool>> out;
   for (int h : handles) out.emplace_back(h, client_.var(h).initialized);
   return out;
@@ -210,16 +212,56 @@ Call PyClient::MakeCall(Op op, const RemoteVar& v) const {
   Call c;
   c.op = op;
   c.shard = v.shard;
+  c.handle = v.handle;
   c.var_id = v.id;
   c.dtype = v.spec.dtype;
   return c;
 }
 
 Status PyClient::RunLocked(std::vector<Call>* calls) {
-  return WithoutGil([&] {
+  Status st = WithoutGil([&] {
     std::lock_guard<std::mutex> l(mu_);
     return client_.Run(calls, client_.timeout());
   });
+  LogReplicaEvents();
+  return st;
+}
+
+void PyClient::LogReplicaEvents() {
+  std::vector<std::string> lines = client_.TakeReplicaEvents();
+  if (lines.empty()) return;
+  py::object logger = py::module_::import("logging").attr("getLogger")("psrt");
+  for (const std::string& line : lines)
+    logger.attr(line[0] == 'W' ? "warning" : "info")("%s", line.substr(1));
+}
+
+void PyClient::set_replicas(int shard, const std::vector<int>& replicas) {
+  Check(WithoutGil([&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return client_.SetReplicas(shard, replicas);
+  }));
+}
+
+std::vector<std::pair<int, std::string>> PyClient::replica_status() {
+  std::vector<std::pair<int, ReplicaState>> states = WithoutGil([&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return client_.ReplicaStatus();
+  });
+  std::vector<std::pair<int, std::string>> out;
+  for (const auto& [shard, state] : states) out.emplace_back(shard, ReplicaStateName(state));
+  return out;
+}
+
+py::bytes PyClient::replica_read(int shard, uint32_t var_id) {
+  Call c;
+  c.op = Op::kReplicaRead;
+  c.shard = shard;
+  c.var_id = var_id;
+  std::vector<Call> calls;
+  calls.push_back(std::move(c));
+  Check(RunLocked(&calls));
+  const auto& b = calls[0].recv_vec;
+  return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
 py::tuple PyClient::var_info(int handle) const {
@@ -231,7 +273,9 @@ py::tuple PyClient::var_info(int handle) const {
 py::list PyClient::list_variables(int shard) {
   Call c;
   c.op = Op::kList;
-  c.shard = shard;
+  // A replicated shard's variables are listed by the replica its reads go to.
+  const int read = client_.ReadShard(shard);
+  c.shard = read >= 0 ? read : shard;
   std::vector<Call> calls;
   calls.push_back(std::move(c));
   Check(RunLocked(&calls));
@@ -284,6 +328,7 @@ void PyClient::ping(const std::vector<int>& shards) {
 void PyClient::worker_done(const std::string& job, int task) {
   std::vector<Call> calls;
   for (int s = 0; s < client_.num_shards(); ++s) {
+    if (client_.ShardDown(s)) continue;  // a lost replica: nothing to tell it
     Call c;
     c.op = Op::kWorkerDone;
     c.shard = s;
@@ -324,6 +369,7 @@ void RegisterClient(py::module_& m) {
       .def_property_readonly("num_shards", &PyClient::num_shards)
       .def_property_readonly("bytes_sent", &PyClient::bytes_sent)
       .def_property_readonly("bytes_received", &PyClient::bytes_received)
+      .def_property_readonly("client_id", &PyClient::client_id)
       .def("shard_name", &PyClient::shard_name, py::arg("shard"))
       .def("incarnation", &PyClient::incarnation, py::arg("shard"))
       .def_property("timeout", &PyClient::timeout, &PyClient::set_timeout)
@@ -369,6 +415,10 @@ void RegisterClient(py::module_& m) {
       .def("cluster_info", &PyClient::cluster_info, py::arg("shard"))
       .def("ping", &PyClient::ping, py::arg("shards"))
       .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
+      .def("set_replicas", &PyClient::set_replicas, py::arg("shard"), py::arg("replicas"))
+      .def("replica_status", &PyClient::replica_status)
+      .def("failovers", &PyClient::failovers)
+      .def("replica_read", &PyClient::replica_read, py::arg("shard"), py::arg("var_id"))
       .def("close", &PyClient::close);
 }
 

@@ -79,6 +79,14 @@ class PyClient {
   // (rows evicted, rows left)
   std::pair<uint32_t, int64_t> table_evict(int handle, uint64_t unseen, uint64_t min_count);
 
+  // ---- Replication (py_client.cc) ----
+  void set_replicas(int shard, const std::vector<int>& replicas);
+  std::vector<std::pair<int, std::string>> replica_status();
+  uint64_t failovers() const { return client_.failovers(); }
+  uint64_t client_id() const { return client_.client_id(); }
+  // The raw ReplicaState record of variable var_id on physical shard `shard` (the copier's).
+  py::bytes replica_read(int shard, uint32_t var_id);
+
   int num_shards() const { return client_.num_shards(); }
   // Lock-free: read by a progress thread while another thread is inside a call.
   uint64_t bytes_sent() const { return client_.bytes_sent(); }
@@ -93,8 +101,11 @@ class PyClient {
   const RemoteVar& Var(int h) const;
   // A request of `op` to v, on its shard, by its id and dtype.
   Call MakeCall(Op op, const RemoteVar& v) const;
-  // Runs one batch (client_.Run) under mu_, with the GIL released.
+  // Runs one batch (client_.Run) under mu_, with the GIL released, then logs what the
+  // replica groups reported meanwhile.
   Status RunLocked(std::vector<Call>* calls);
+  // The replica groups' log lines, to the "psrt" logger (GIL held).
+  void LogReplicaEvents();
   // A PUSH of a dense gradient (checked against the variable), with `lr` when given.
   Call DensePush(const RemoteVar& v, const py::array& grad, std::optional<double> lr) const;
   // A row request of `indices` (1-D C-contiguous int64) to variable v: a PULL into `rows` or

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-WIRE_VERSION: Final = 6
+WIRE_VERSION: Final = 7
 """The wire protocol version this build speaks (docs/protocol.md)."""
 HEADER_SIZE: Final = 64
 """Bytes in a frame header."""
@@ -218,6 +218,10 @@ class Client:
     def bytes_received(self) -> int:
         """Bytes received on the request connections so far (headers and payloads); readable
         from any thread, also while another one is inside a call."""
+    @property
+    def client_id(self) -> int:
+        """The random non-zero id (u64) every HELLO of this client carries (wire version 7):
+        the key of its SEQUENCED requests on each ps task."""
     def shard_name(self, shard: int) -> str:
         """"/job:ps/task:K at host:port"."""
     def incarnation(self, shard: int) -> int:
@@ -376,6 +380,23 @@ class Client:
         it has none."""
     def ping(self, shards: Sequence[int]) -> None: ...
     def worker_done(self, job: str, task: int) -> None:
-        """Tells every connected shard that worker /job:job/task:task closed its session."""
+        """Tells every connected shard that worker /job:job/task:task closed its session
+        (except replicas this client lost and has not reconnected)."""
+    def set_replicas(self, shard: int, replicas: Sequence[int]) -> None:
+        """Declares that shard `shard`'s variables live on the connected shards `replicas`
+        (preference order, starting with `shard`; ps replication, docs/protocol.md). Before
+        any variable of the shard is registered. Mutations then go to every live replica
+        (one SEQUENCED request id), reads to the first whole one; a lost replica is redialed
+        every 0.5 s, registered again and read again once an IS_INITIALIZED check finds a
+        whole copy. Raises InvalidArgumentError naming a bad list,
+        FailedPreconditionError when the shard has variables or replicas already; later calls
+        raise UnavailableError when a group's last whole replica is lost."""
+    def replica_status(self) -> list[tuple[int, str]]:
+        """(shard, "whole" | "joining" | "dead") of every shard that is a replica."""
+    def failovers(self) -> int:
+        """How many times a lost replica's reads moved to another whole replica."""
+    def replica_read(self, shard: int, var_id: int) -> bytes:
+        """The ReplicaState record (docs/protocol.md) of variable `var_id` (list_variables'
+        id) on shard `shard`, raw: the ps-side copier's REPLICA_READ."""
     def close(self) -> None:
         """Closes every connection (idempotent); later calls raise CancelledError."""
