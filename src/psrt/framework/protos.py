@@ -9,9 +9,30 @@ framework/server_protos.py.)
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 _logger = logging.getLogger("psrt")
+
+# The environment variable psrt-launch --ps-replicas sets for every task: the default of
+# ConfigProto.ps_replicas.
+PS_REPLICAS_ENV = "PSRT_PS_REPLICAS"
+
+
+def _ps_replicas(value: Any, where: str) -> int:
+    """``value`` (an int, or the environment's text) as a number of ps replicas, 1 or 2;
+    ValueError naming ``where``, the value and the valid choices otherwise."""
+    try:
+        n = int(value) if not isinstance(value, (bool, float)) else None
+    except (TypeError, ValueError):
+        n = None
+    if n is None or str(n) != str(value).strip():
+        raise ValueError(f"{where} must be a whole number, 1 (no replication) or 2 (every ps "
+                         f"task's variables also on the next ps task); got {value!r}")
+    if n not in (1, 2):
+        raise ValueError(f"{where} {value!r} is not supported: only 1 (no replication) or 2 "
+                         f"(every ps task's variables also on the next ps task)")
+    return n
 
 
 class _Message:
@@ -142,6 +163,12 @@ class ConfigProto:
             task's ``max_inflight_bytes`` (else ResourceExhaustedError) and costs the
             overlap of receiving and applying (benchmarks/test_bench_transport.py).
             Synchronous training needs none: a step-tagged gradient counts only whole.
+        ps_replicas: psrt only (issue 23): copies of each ps task's variables, 1 (default:
+            none) or 2: the variables of ``/job:ps/task:k`` also live on ``/job:ps/task:k+1``
+            (mod the number of ps tasks, which must then be >= 2), every update goes to both
+            and reads to the first live whole copy, so a lost ps task loses no acknowledged
+            update and stops no worker. None (default): ``PSRT_PS_REPLICAS`` (what
+            ``psrt-launch --ps-replicas`` sets), else 1.
         ps_memory_limit_bytes: psrt only, for servers made with this config: the bytes a
             ps task's variables (values, optimizer slots, synchronous sums, table rows) may
             hold; a registration, table growth or initial value past it is refused with
@@ -155,7 +182,8 @@ class ConfigProto:
             ``config.gpu_options.allow_growth = True`` works as in TF).
 
     Raises:
-        ValueError: ``sync_timeout_secs`` is not > 0, or a timeout or limit is negative.
+        ValueError: ``sync_timeout_secs`` is not > 0, a timeout or limit is negative, or
+            ``ps_replicas`` (or ``PSRT_PS_REPLICAS``) is not 1 or 2.
     """
 
     def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
@@ -165,7 +193,7 @@ class ConfigProto:
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
                  chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
                  atomic_pushes: bool = False, ps_memory_limit_bytes: int | None = None,
-                 **ignored: Any) -> None:
+                 ps_replicas: int | None = None, **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
@@ -197,6 +225,11 @@ class ConfigProto:
                              f"got {ps_memory_limit_bytes!r}")
         self.ps_memory_limit_bytes = (None if ps_memory_limit_bytes is None
                                       else int(ps_memory_limit_bytes))
+        if ps_replicas is not None:
+            self.ps_replicas = _ps_replicas(ps_replicas, "ps_replicas")
+        else:
+            env = os.environ.get(PS_REPLICAS_ENV, "")
+            self.ps_replicas = _ps_replicas(env, PS_REPLICAS_ENV) if env.strip() else 1
         for name, default in _TF_IGNORED_FIELDS.items():
             value = ignored.pop(name) if name in ignored else \
                 (default() if callable(default) else default)

@@ -44,6 +44,10 @@ _CONNECT_LOG_SECS = 10.0
 # not after the kernel's SYN backoff or a 10 s attempt still waiting on a dead connection.
 _ATTEMPT_MIN_SECS, _ATTEMPT_MAX_SECS = 0.5, 2.0
 
+# With ConfigProto.ps_replicas == 2 the variables of this job's tasks are replicated (issue 23):
+# those of task k also live on the next task of the job (docs/protocol.md, "Replication").
+_REPLICATED_JOB = "ps"
+
 # (address, incarnation) of every ps task a session of this process connected to: a chief
 # session whose ps tasks none of this process's sessions knew is a restarted chief's, which
 # keeps the model they hold (training/session_manager.py).
@@ -73,6 +77,8 @@ class Session:
         UnavailableError: a ps task did not accept a connection within
             ``config.connect_timeout_secs``, naming ``/job:ps/task:K`` and its address.
         InvalidArgumentError: a variable's device names a task the cluster does not have.
+        ValueError: ``config.ps_replicas`` is 2 but the cluster's ps job has fewer than 2
+            tasks.
         FailedPreconditionError: the task at a variable's address is not the one this
             session's cluster places there, or the two were given different clusters (a
             swapped ``--ps_hosts`` order, one ps task more): the message names both tasks
@@ -123,6 +129,7 @@ class Session:
         self._handles: dict[int, int] = {}        # id(Variable) -> client handle
         self._vars_by_handle: dict[int, Variable] = {}
         self._shard_of: dict[int, int] = {}       # handle -> shard
+        self._replicated: set[int] = set()        # shards whose replicas are declared
         self._executor = Executor(self)
         self._register(self._graph.get_collection("variables"))
 
@@ -175,12 +182,44 @@ class Session:
                         None, None, f"variable '{var.name}' is placed on '{var.device}', but "
                         f"job '{job}' has tasks {self._cluster.task_indices(job)}") from None
             name = f"/job:{job}/task:{task} at {address}"
+        backup = None
+        if (self._config.ps_replicas == 2 and key[0] == _REPLICATED_JOB
+                and self._own_server is None and self._cluster is not None):
+            backup = self._backup_of(key[0], key[1])
+        shard = self._task_shard(key, address, name)
+        if backup is not None and shard not in self._replicated:
+            # Replication: task k's variables also live on the next task of the job,
+            # connected here too; the client writes both and reads the first live whole one.
+            address = (self._default_address if backup == self._self_task
+                       else self._cluster.task_address(*backup))
+            backup_shard = self._task_shard(backup, address,
+                                            f"/job:{backup[0]}/task:{backup[1]} at {address}")
+            self._client.set_replicas(shard, [shard, backup_shard])
+            self._replicated.add(shard)
+        return shard
+
+    def _task_shard(self, key: tuple[str | None, int], address: str, name: str) -> int:
+        """The client shard of task ``key`` (job, index), connected on first use."""
         if key not in self._shards:
             shard = len(self._shards)
             self._connect(shard, address, name, key)
             self._shards[key] = shard
             self._shard_names.append(name)
         return self._shards[key]
+
+    def _backup_of(self, job: str, task: int) -> tuple[str, int]:
+        """The task holding the copy of ``/job:job/task:task``'s variables (``ps_replicas``
+        2): the next task of the job, k + 1 mod N over its sorted task indices.
+
+        Raises:
+            ValueError: the job has fewer than 2 tasks.
+        """
+        indices = sorted(self._cluster.task_indices(job))
+        if len(indices) < 2:
+            raise ValueError(
+                f"ps_replicas=2 keeps each ps task's variables on the next ps task too, so it "
+                f"needs at least 2 ps tasks; job '{job}' of the cluster has {len(indices)}")
+        return job, indices[(indices.index(task) + 1) % len(indices)]
 
     def _target_cluster(self) -> Any:
         """The cluster the session target's task was started with, asked over the wire
