@@ -3,7 +3,8 @@
 Usage: launch_task.py MODE [MARKER_DIR] --ps_hosts=... --worker_hosts=... --job_name=J
 --task_index=I (the cluster flags are appended by psrt-launch).
 
-Every task prints ``pid=<pid> job=<job> index=<i>`` to stdout and ``ready`` to stderr, then:
+Every task prints ``pid=<pid> job=<job> index=<i>`` (then ``ps_replicas=<N>`` when
+``PSRT_PS_REPLICAS`` is set) to stdout and ``ready`` to stderr, then:
 
 - ``ok``: workers exit 0; ps tasks wait for SIGTERM and exit 0.
 - ``fail``: worker 1 exits 3; every other task waits to be stopped.
@@ -46,6 +47,8 @@ def main():
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"pid={os.getpid()} job={args.job_name} index={args.task_index}", flush=True)
+    if "PSRT_PS_REPLICAS" in os.environ:
+        print(f"ps_replicas={os.environ['PSRT_PS_REPLICAS']}", flush=True)
     print("ready", file=sys.stderr, flush=True)
     worker = args.job_name == "worker"
     if args.mode == "interleave":

@@ -102,6 +102,7 @@ def test_tfjob_structure():
     assert specs["PS"]["replicas"] >= 1 and specs["Worker"]["replicas"] >= 1
     assert job["spec"]["runPolicy"]["cleanPodPolicy"] in ("Running", "All", "None")
     images = set()
+    replicas = set()
     for rtype, spec in specs.items():
         assert spec["restartPolicy"] in ("Always", "OnFailure", "Never", "ExitCode"), rtype
         container = _container(spec)
@@ -110,11 +111,22 @@ def test_tfjob_structure():
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         # The ps tasks end (status 0) once the workers are done, so the job completes.
         assert env.get("PSRT_EXIT_WHEN_WORKERS_DONE") == "1", rtype
+        replicas.add(env.get("PSRT_PS_REPLICAS"))
         assert "TF_CONFIG" not in env, "the operator sets TF_CONFIG"
         for mount in container.get("volumeMounts", []):
             volumes = {v["name"] for v in spec["template"]["spec"].get("volumes", [])}
             assert mount["name"] in volumes, (rtype, mount)
     assert len(images) == 1, images  # one image, every replica runs the same script
+    _check_ps_replicas(replicas, specs["PS"]["replicas"])
+
+
+def _check_ps_replicas(values: set, ps_tasks: int) -> None:
+    """Every pod of a manifest has the same PSRT_PS_REPLICAS, one ConfigProto accepts, and
+    2 only with at least 2 ps tasks (issue 23: each one's variables also on the next)."""
+    [value] = values
+    assert value in ("1", "2"), values
+    assert psrt.ConfigProto(ps_replicas=value).ps_replicas == int(value)
+    assert int(value) == 1 or ps_tasks >= 2
 
 
 def test_tfjob_command_is_the_example_the_image_holds():
@@ -286,6 +298,7 @@ def test_jobset_structure():
     rjobs = {r["name"]: r for r in js["spec"]["replicatedJobs"]}
     assert list(rjobs) == ["ps", "worker"]
     assert js["spec"]["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    replicas = set()
     for rname, rjob in rjobs.items():
         spec = rjob["template"]["spec"]
         assert spec["parallelism"] == spec["completions"], rname
@@ -308,8 +321,10 @@ def test_jobset_structure():
         assert {"JOBSET_NAME", "REPLICATED_JOB_NAME", "JOB_INDEX"} <= set(env)
         assert "JOB_COMPLETION_INDEX" not in env  # the Job controller sets it
         assert env["PSRT_EXIT_WHEN_WORKERS_DONE"]["value"] == "1"
+        replicas.add(env["PSRT_PS_REPLICAS"]["value"])
         mounts = {m["name"] for m in container.get("volumeMounts", [])}
         assert mounts <= {v["name"] for v in pod.get("volumes", [])}, rname
+    _check_ps_replicas(replicas, rjobs["ps"]["replicas"])
 
 
 def test_every_jobset_pod_resolves_its_role_and_dns_names(monkeypatch):
@@ -509,6 +524,8 @@ def test_sbatch_script():
     srun = text[text.index("srun "):]
     assert "deploy/slurm/slurm_tf_config.py" in srun and "examples/mnist_dist.py" in srun
     assert "PSRT_EXIT_WHEN_WORKERS_DONE=1" in text
+    # Every task gets the same PSRT_PS_REPLICAS (PS_REPLICAS, default 1).
+    assert re.search(r"^export PSRT_PS_REPLICAS=\$\{PS_REPLICAS:-1\}$", text, re.M), text
 
 
 def test_slurm_wrapper_prints_each_ranks_tf_config():

@@ -253,6 +253,15 @@ def test_success_prefixes_both_streams_and_sets_tf_config():
     _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0", "worker1"})
 
 
+def test_ps_replicas_sets_the_environment_of_every_task(monkeypatch):
+    monkeypatch.setenv("PSRT_PS_REPLICAS", "1")  # the option overrides the launcher's own
+    result = _launch("--ps", "2", "--workers", "1", "--ps-replicas", "2", str(TASK), "ok")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for task in ("ps0", "ps1", "worker0"):
+        assert f"[{task}] ps_replicas=2\n" in result.stdout, result.stdout
+    _assert_all_gone(result.stderr, {"ps0", "ps1", "worker0"})
+
+
 def test_one_output_file_gets_each_tasks_lines_in_the_order_written():
     # 2>&1: a task's stdout and stderr share one pipe, so its alternating lines stay in order.
     result = _launch("--ps", "1", "--workers", "2", str(TASK), "interleave", merge_stderr=True)
@@ -461,6 +470,9 @@ def test_no_script(capsys):
     (["--ps", "two"], "argument --ps: 'two' is not an integer"),
     (["--max-restarts", "-1"], "argument --max-restarts: must be >= 0, got -1"),
     (["--grace-period", "0"], "argument --grace-period: must be > 0, got 0"),
+    (["--ps-replicas", "3"], "argument --ps-replicas: invalid choice: 3 (choose from 1, 2)"),
+    (["--ps-replicas", "2"], "--ps-replicas 2 keeps each ps task's variables on the next ps "
+                             "task too: it needs --ps 2 or more, got --ps 1"),
 ])
 def test_bad_counts(capsys, argv, message):
     assert message in _usage_error(capsys, argv + [str(TASK), "ok"])
@@ -482,3 +494,4 @@ def test_split_argv():
                                                                ["s.py", "--", "x"])
     assert split(["--host", "::1", "s.py"]) == (["--host", "::1"], ["s.py"])
     assert split(["--ps", "2"]) == (["--ps", "2"], [])
+    assert split(["--ps-replicas", "2", "s.py"]) == (["--ps-replicas", "2"], ["s.py"])

@@ -22,6 +22,10 @@ with the environment variables
   ``PSRT_AUTH_SECRET`` or ``PSRT_AUTH_SECRET_FILE`` is already set, so every task
   authenticates the others and nothing else that reaches the ports can join or change the job;
 * ``PYTHONUNBUFFERED=1``;
+* ``PSRT_PS_REPLICAS=N`` with ``--ps-replicas N``: the default of every task's
+  ``ConfigProto(ps_replicas=...)``; with 2, the variables of ps task k also live on ps task
+  k+1 (mod ``--ps``, which must then be >= 2), so a lost ps task (restarted with
+  ``--max-restarts``) loses no update and stops no worker;
 * ``OMP_NUM_THREADS=max(1, CPUs // workers)``, unless ``OMP_NUM_THREADS``,
   ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set: otherwise the BLAS behind every
   worker's numpy starts one busy-waiting thread per CPU and the workers fight over the CPUs.
@@ -96,6 +100,8 @@ __all__ = ["main"]
 PROG = "psrt-launch"
 
 _EXIT_WHEN_WORKERS_DONE_ENV = "PSRT_EXIT_WHEN_WORKERS_DONE"
+# ConfigProto.ps_replicas's default (psrt/framework/protos.py, PS_REPLICAS_ENV).
+_PS_REPLICAS_ENV = "PSRT_PS_REPLICAS"
 _POLL_SECS = 0.02
 _READER_JOIN_SECS = 2.0
 # How long ps tasks may take to exit on their own after the last worker (see
@@ -106,7 +112,7 @@ _PS_EXIT_WAIT_SECS = 1.0
 _THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 # Options of the launcher that take a value: the scan in _split_argv must skip their values.
 _VALUE_OPTIONS = ("--ps", "--workers", "--max-restarts", "--host", "--grace-period",
-                  "--log-dir", "--tasks-filter")
+                  "--log-dir", "--tasks-filter", "--ps-replicas")
 # The distribution whose version --version prints (the launcher imports nothing of psrt).
 _DISTRIBUTION = "psrt-runtime"
 
@@ -145,8 +151,8 @@ _positive_float = _bounded(float, 0, strict=True)
 def _make_parser() -> _OneLineParser:
     parser = _OneLineParser(
         prog=PROG,
-        usage=f"{PROG} [-h] [--version] [--ps N] [--workers N] [--max-restarts N] "
-              f"[--host HOST] [--grace-period SECS] [--log-dir DIR [--tee]] "
+        usage=f"{PROG} [-h] [--version] [--ps N] [--workers N] [--ps-replicas {{1,2}}] "
+              f"[--max-restarts N] [--host HOST] [--grace-period SECS] [--log-dir DIR [--tee]] "
               f"[--tasks-filter TASKS] [--] script.py [script args ...]",
         description="Start every task of a local psrt cluster (ps and worker tasks) on free "
                     "ports, each running script.py with --ps_hosts, --worker_hosts, "
@@ -158,6 +164,10 @@ def _make_parser() -> _OneLineParser:
                         help="number of ps tasks (default 1)")
     parser.add_argument("--workers", type=_positive_int, default=1, metavar="N",
                         help="number of worker tasks (default 1); worker 0 is the chief")
+    parser.add_argument("--ps-replicas", type=int, choices=(1, 2), default=None,
+                        help="copies of each ps task's variables (sets PSRT_PS_REPLICAS for "
+                             "every task): 2 also keeps ps task k's on ps task k+1, so a lost "
+                             "ps task loses no update (default: PSRT_PS_REPLICAS, else 1)")
     parser.add_argument("--max-restarts", type=_non_negative_int, default=0, metavar="N",
                         help="restart a task that exits with a non-zero status up to N "
                              "times, at the same address (default 0)")
@@ -506,6 +516,8 @@ class _Launcher:
                     {"cluster": cluster, "task": {"type": job, "index": i}})
                 env[_EXIT_WHEN_WORKERS_DONE_ENV] = "1"
                 env["PYTHONUNBUFFERED"] = "1"
+                if args.ps_replicas is not None:
+                    env[_PS_REPLICAS_ENV] = str(args.ps_replicas)
                 if secret is not None:
                     env["PSRT_AUTH_SECRET"] = secret
                 if self.blas_threads is not None:
@@ -667,7 +679,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Args:
         argv: The command line without the program name; default ``sys.argv[1:]``.
-            ``[--ps N] [--workers N] [--max-restarts N] [--host HOST]
+            ``[--ps N] [--workers N] [--ps-replicas {1,2}] [--max-restarts N] [--host HOST]
             [--grace-period SECS] [--log-dir DIR [--tee]] [--tasks-filter TASKS]
             [--version] [--] script.py [script args ...]``.
 
@@ -678,7 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Raises:
         SystemExit: status 2 on a usage error (one ``psrt-launch: error: ...`` line on
-            stderr: ``--tee`` without ``--log-dir``, a ``--tasks-filter`` item naming no task,
+            stderr: ``--tee`` without ``--log-dir``, ``--ps-replicas 2`` with one ps task, a
+            ``--tasks-filter`` item naming no task,
             a ``--log-dir`` that cannot be created, ...), status 0 after ``--help`` or
             ``--version``.
 
@@ -693,6 +706,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("no script given; usage: psrt-launch [options] [--] script.py [args]")
     script, script_args = command[0], command[1:]
+    if args.ps_replicas == 2 and args.ps < 2:
+        parser.error(f"--ps-replicas 2 keeps each ps task's variables on the next ps task too: "
+                     f"it needs --ps 2 or more, got --ps {args.ps}")
     if args.tee and not args.log_dir:
         parser.error("--tee copies the --log-dir files to the console; give --log-dir DIR too")
     console = None
