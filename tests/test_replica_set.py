@@ -30,13 +30,18 @@ LR = 0.5  # GradientDescent steps of 0.5 on float32 zeros stay exact
 class FakePs:
     """A ps task that answers HELLO, REGISTER, PUSH, PULL, STEP_INCREMENT, IS_INITIALIZED and
     PING like the real one and records every request frame as (channel, header dict,
-    payload): channel 0 the request connection, 1 the heartbeat one (the HELLO's count)."""
+    payload): channel 0 the request connection, 1 the heartbeat one (the HELLO's count). A
+    PULL of a scalar float64 gives task + 1 (which replica answered). With ``awaiting`` it holds
+    no copy (wire version 7): reads are answered OK + AWAITING, without a value; with
+    ``refuse_pushes`` a PUSH is answered INVALID_ARGUMENT."""
 
     def __init__(self, task: int, incarnation: int = 1000) -> None:
         self.task = task
         self.incarnation = incarnation
         self.frames: list[tuple[int, dict[str, Any], bytes]] = []
         self.out_of_order = False  # reply to the next PULL with a wrong request id
+        self.awaiting = False
+        self.refuse_pushes = False
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
@@ -53,7 +58,6 @@ class FakePs:
             threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
 
     def _serve(self, sock: socket.socket) -> None:
-        values: dict[int, bytes] = {}
         channel = 0
         while True:
             try:
@@ -67,24 +71,28 @@ class FakePs:
                 channel = h["count"]
             with self._lock:
                 self.frames.append((channel, h, payload))
-            op, reply = h["op"], b""
+            op, reply, status = h["op"], b"", fr.OK
             fields: dict[str, Any] = {}
             if op == fr.HELLO:
                 fields = {"var_id": self.task, "step": self.incarnation}
                 reply = b"ps"
             elif op == fr.REGISTER:
                 fields = {"var_id": 7, "flags": fr.F_REPLY | fr.F_INITIALIZED}
-                values[7] = b"\0" * 8
+            elif op == fr.PULL and self.awaiting:
+                fields = {"flags2": fr.F2_AWAITING}
             elif op == fr.PULL:
-                reply = values.get(h["var_id"], b"\0" * 8)
+                reply = struct.pack("<d", self.task + 1.0)
                 if self.out_of_order:
                     h = dict(h, request_id=h["request_id"] + 1)
+            elif op == fr.PUSH and self.refuse_pushes:
+                status, reply = fr.INVALID_ARGUMENT, b"refused on purpose"
             elif op == fr.STEP_INCREMENT:
                 fields = {"step": 3}
             elif op == fr.IS_INITIALIZED:
-                fields = {"flags": fr.F_REPLY | fr.F_INITIALIZED}
+                fields = ({"flags2": fr.F2_AWAITING} if self.awaiting
+                          else {"flags": fr.F_REPLY | fr.F_INITIALIZED})
             try:
-                sock.sendall(fr.reply_frame(h, reply, **fields))
+                sock.sendall(fr.reply_frame(h, reply, status, **fields))
             except OSError:
                 return
 
@@ -94,10 +102,19 @@ class FakePs:
             return [h for c, h, _ in self.frames
                     if c == 0 and (h["op"] == op or (op is None and h["op"] != fr.HELLO))]
 
+    def drop(self) -> None:
+        """Closes every connection (a lost network path); the port keeps listening."""
+        for s in self._socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self._socks.clear()
+
     def close(self) -> None:
         self._listener.close()
-        for s in self._socks:
-            s.close()
+        self.drop()
 
 
 @pytest.fixture
@@ -184,6 +201,79 @@ def test_set_replicas_refuses_bad_lists_and_late_calls(fakes):
     with pytest.raises(errors.FailedPreconditionError, match=r"already has its replicas"):
         client.set_replicas(0, [0, 1])
     assert client.replica_status() == [(0, "whole"), (1, "whole")]
+    client.close()
+
+
+def _joined(client: Any, shard: int) -> None:
+    """Waits (running a call now and then: they adopt new connections) until `shard` is a
+    joining replica again."""
+    _until(lambda: (client.ping([1 - shard]), client.replica_status())[1][shard] ==
+           (shard, "joining"))
+
+
+def test_awaiting_replies_send_reads_to_the_next_replica(fakes):
+    """A replica that answers AWAITING (it holds no copy yet) is passed over in a second
+    round: the read is answered by the next one, and the first one is joining until its
+    IS_INITIALIZED check finds it whole. Every replica AWAITING: an uninitialized variable."""
+    client = _core.Client("worker", 0)
+    for i, f in enumerate(fakes):
+        client.connect(i, f.address, 5.0)
+    client.set_replicas(0, [0, 1])
+    v = _register_pair(client, 0)
+    out = np.empty((), np.float64)
+    client.pull([v], [out])
+    assert out == 1.0  # the primary's value
+    fakes[0].awaiting = True
+    client.pull([v], [out])
+    assert out == 2.0 and client.replica_status() == [(0, "joining"), (1, "whole")]
+    assert client.failovers() == 0  # nothing was lost
+    client.pull([v], [out])
+    assert out == 2.0 and len(fakes[0].requests(fr.PULL)) == 2  # not read while joining
+    fakes[1].awaiting = True
+    with pytest.raises(errors.FailedPreconditionError,
+                       match=r"uninitialized value v0 \(its ps task awaits a copy of it\)"):
+        client.pull([v], [out])
+    assert client.is_initialized([v]) == [False]
+    fakes[0].awaiting = fakes[1].awaiting = False
+    time.sleep(1.05)  # the joining replicas' checks are due
+    client.pull([v], [out])
+    assert client.replica_status() == [(0, "whole"), (1, "whole")]
+    client.pull([v], [out])
+    assert out == 1.0  # the primary again
+    client.close()
+
+
+def test_a_replica_reached_again_is_stale_only_with_the_same_incarnation(fakes):
+    """A replica whose connection was lost while its process lived on (same incarnation in
+    the new HELLO) missed updates: its variables are registered again with STALE. One that
+    restarted (a new incarnation) is registered plainly. A whole replica that answers a
+    mutation unlike the primary has diverged: it is dropped and rejoins the same way."""
+    client = _core.Client("worker", 0)
+    for i, f in enumerate(fakes):
+        client.connect(i, f.address, 5.0)
+    client.set_replicas(0, [0, 1])
+    v = _register_pair(client, 0)
+    g = np.ones((), np.float64)
+    fakes[1].drop()
+    client.push([v], [g])  # acknowledged by ps 0: OK
+    assert client.replica_status() == [(0, "whole"), (1, "dead")]
+    _joined(client, 1)
+    last = fakes[1].requests(fr.REGISTER)[-1]
+    assert last["flags2"] == fr.F2_STALE and last["flags"] == 0  # no INIT: a copy comes
+    fakes[1].incarnation += 1  # restarted
+    fakes[1].drop()
+    client.push([v], [g])
+    _joined(client, 1)
+    assert fakes[1].requests(fr.REGISTER)[-1]["flags2"] == 0
+    time.sleep(1.05)
+    client.push([v], [g])
+    assert client.replica_status() == [(0, "whole"), (1, "whole")]
+    fakes[1].refuse_pushes = True
+    client.push([v], [g])  # the primary's answer counts
+    assert client.replica_status() == [(0, "whole"), (1, "dead")]
+    fakes[1].refuse_pushes = False
+    _joined(client, 1)
+    assert fakes[1].requests(fr.REGISTER)[-1]["flags2"] == fr.F2_STALE
     client.close()
 
 
