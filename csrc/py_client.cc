@@ -273,8 +273,12 @@ py::tuple PyClient::var_info(int handle) const {
 py::list PyClient::list_variables(int shard) {
   Call c;
   c.op = Op::kList;
-  // A replicated shard's variables are listed by the replica its reads go to.
-  const int read = client_.ReadShard(shard);
+  // A replicated shard's variables are listed by the replica its reads go to (the groups'
+  // state is the calling thread's: read under mu_).
+  const int read = WithoutGil([&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return client_.ReadShard(shard);
+  });
   c.shard = read >= 0 ? read : shard;
   std::vector<Call> calls;
   calls.push_back(std::move(c));
@@ -327,8 +331,14 @@ void PyClient::ping(const std::vector<int>& shards) {
 
 void PyClient::worker_done(const std::string& job, int task) {
   std::vector<Call> calls;
+  const std::vector<bool> down = WithoutGil([&] {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<bool> out;
+    for (int s = 0; s < client_.num_shards(); ++s) out.push_back(client_.ShardDown(s));
+    return out;
+  });
   for (int s = 0; s < client_.num_shards(); ++s) {
-    if (client_.ShardDown(s)) continue;  // a lost replica: nothing to tell it
+    if (down[s]) continue;  // a lost replica: nothing to tell it
     Call c;
     c.op = Op::kWorkerDone;
     c.shard = s;
