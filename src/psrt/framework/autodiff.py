@@ -461,6 +461,19 @@ class _OneNode:
         self.nodes = [node]
 
 
+def run_constants(plan: Plan, memo: dict[int, Any]) -> dict[int, Any]:
+    """The values in ``memo`` (this run's) of the plan's ``stop_gradient`` outputs: for
+    ``value_and_gradients``' ``known``. TF computes each tensor once per run, so a value an
+    earlier op of the run computed (batch renorm's corrections, computed by the update ops
+    before they change the averages the corrections read) is the training step's too; it
+    passes no gradient back, so the gradients are those of the constant."""
+    out: dict[int, Any] = {}
+    for node in plan.nodes:
+        if node.stops_gradient and id(node.outputs[0]) in memo:
+            out[id(node.outputs[0])] = memo[id(node.outputs[0])]
+    return out
+
+
 def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
                         var_values: dict[int, Any], feeds: dict[str, Any],
                         memo: dict[int, Any], known: dict[int, Any] | None = None

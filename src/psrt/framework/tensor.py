@@ -83,7 +83,7 @@ class Node:
     """
 
     __slots__ = ("name", "type", "inputs", "func", "outputs", "graph", "_single",
-                 "_dtypes", "vjp", "control_inputs", "__weakref__")
+                 "_dtypes", "vjp", "control_inputs", "stops_gradient", "__weakref__")
 
     def __init__(self, type: str, name: str, graph: Graph, inputs: Sequence[Any] = (),
                  func: Callable[..., Any] | None = None) -> None:
@@ -104,6 +104,9 @@ class Node:
         # What must run before this op in a run (``tf.control_dependencies``): other ops'
         # nodes (computed first by the plan) and Operations (run first by the executor).
         self.control_inputs: list[Any] = list(graph._control_inputs())
+        # A ``stop_gradient``: its value computed once in a run serves the whole run, the
+        # training step's forward pass included (``autodiff.run_constants``).
+        self.stops_gradient = False
         nodes_of(graph)[name] = self
 
     @property

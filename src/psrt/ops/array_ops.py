@@ -66,8 +66,10 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:
     """``input``'s value with no gradient flowing back through it, as
     ``tf.stop_gradient``."""
     x = _in(input)
-    return _lib.apply_op("StopGradient", name, [x], _stop, _lib.static_dtype(x),
-                         _lib.static_shape(x))
+    t = _lib.apply_op("StopGradient", name, [x], _stop, _lib.static_dtype(x),
+                      _lib.static_shape(x))
+    t.op.stops_gradient = True
+    return t
 
 
 # ---- shapes ----------------------------------------------------------------------------------

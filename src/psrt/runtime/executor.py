@@ -379,6 +379,8 @@ class Executor:
             # The input ops computed before the lock (a dequeue): not run again.
             known: dict[int, Any] = {k: memo[k] for k in rs.prefix} if rs is not None \
                 and rs.prefix else {}
+            if memo:
+                known.update(_autodiff.run_constants(plan, memo))
             if lookups:
                 known.update(_row_lookups.prepare_rows(self, [plan, pending], var_values,
                                                        feeds, memo))
