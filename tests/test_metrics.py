@@ -2,10 +2,10 @@
 own tests (tensorflow/python/kernel_tests/metrics_test.py: MeanTest, MeanTensorTest,
 AccuracyTest, MeanAbsoluteErrorTest, MeanRelativeErrorTest, MeanSquaredErrorTest,
 RootMeanSquaredErrorTest, MeanCosineDistanceTest, PcntBelowThreshTest), a metric updated over
-several sess.run calls, TF's weight rules (weights_broadcast_ops), the accumulators' names and collections as TF's
-metric_variable (LOCAL_VARIABLES + METRIC_VARIABLES, not global, not trainable, not saved),
-local_variables_initializer resetting them, MonitoredTrainingSession's local_init_op, and
-assign ops of tensors computed in the run (what the update ops are)."""
+several sess.run calls, TF's weight rules (weights_broadcast_ops), the accumulators' names
+and collections as TF's metric_variable (LOCAL_VARIABLES + METRIC_VARIABLES, not global, not
+trainable, not saved), local_variables_initializer resetting them, MonitoredTrainingSession's
+local_init_op, and assign ops of tensors computed in the run (what the update ops are)."""
 
 from __future__ import annotations
 
