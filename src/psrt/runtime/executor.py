@@ -31,6 +31,7 @@ import numpy as np
 
 from psrt.framework import autodiff as _autodiff
 from psrt.framework import errors
+from psrt.framework import feeds as _feeds
 from psrt.framework import tensor as _graph
 from psrt.framework.indexed_slices import IndexedSlices
 from psrt.framework.ops import Graph, Operation
@@ -165,7 +166,7 @@ class Executor:
     def _feeds(self, feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
         """``feed_dict`` keyed by name; a placeholder's value converted exactly to its dtype
         and checked against its shape, a fed derived tensor's converted exactly to its dtype,
-        as TF's session converts every feed (``_autodiff.exact_feed_array``), before
+        as TF's session converts every feed (``_feeds.exact_feed_array``), before
         anything of the run is sent.
 
         Raises:
@@ -181,12 +182,12 @@ class Executor:
             expand = getattr(k, "_psrt_feed_items", None)
             if expand is not None:  # a SparseTensor: a value for each placeholder of it
                 for p, v in expand(val):
-                    out[p.op.name] = _autodiff.convert_feed(p, v)
+                    out[p.op.name] = _feeds.convert_feed(p, v)
                 continue
             if isinstance(k, Tensor):
                 out[k.op.name] = _convert(k, val)
                 continue
-            name = _autodiff.feed_name(k)
+            name = _feeds.feed_name(k)
             node = nodes.get(name)
             out[name] = val if node is None else _convert(node.outputs[0], val)
         return out
@@ -767,9 +768,9 @@ def _convert(t: Tensor, value: Any) -> Any:
     """A fed value of ``t`` converted as TF's session converts feeds: a placeholder's to its
     dtype and shape, a derived tensor's (one of a known dtype) to its dtype."""
     if t.op.type == "Placeholder":
-        return _autodiff.convert_feed(t, value)
+        return _feeds.convert_feed(t, value)
     dt = t.op._dtypes[0] if t.op._single and t.op._dtypes else None
-    return value if dt is None else _autodiff.exact_feed_array(t.op.name, dt, value)
+    return value if dt is None else _feeds.exact_feed_array(t.op.name, dt, value)
 
 
 def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:
