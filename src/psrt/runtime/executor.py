@@ -36,6 +36,7 @@ from psrt.framework import tensor as _graph
 from psrt.framework.indexed_slices import IndexedSlices
 from psrt.framework.ops import Graph, Operation
 from psrt.framework.tensor import Tensor
+from psrt.ops import training_ops as _training_ops
 from psrt.ops.training_ops import SlotVariable, TrainOp
 from psrt.ops.variables import PartitionedVariable, Variable
 from psrt.runtime import fetches as _fetches
@@ -384,9 +385,10 @@ class Executor:
                 known.update(_row_lookups.prepare_rows(self, [plan, pending], var_values,
                                                        feeds, memo))
                 rows = _row_lookups.trainable_rows(plan, var_list)
-            loss, grads = _autodiff.value_and_gradients(plan, op.loss,
-                                                     list(dense) + rows if rows else dense,
-                                                     var_values, feeds, memo, known)
+            # tf.gradients tensors fetched in the run reuse this step's gradient functions.
+            loss, grads = _autodiff.value_and_gradients(
+                plan, op.loss, list(dense) + rows if rows else dense, var_values, feeds, memo,
+                known, keep_tape=pending is not None and bool(pending.backwards))
             if dense is not var_list or rows:
                 grads = _row_lookups.table_gradients(var_list, dense, grads[:len(dense)], rows,
                                                    grads[len(dense):], var_values)
@@ -403,12 +405,11 @@ class Executor:
             # after the push (a fetched gradient tensor keeps the value pushed).
             grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
                      for g, v in zip(op.grads, var_list)]
-            tensors = [g for g in grads if isinstance(g, Tensor)]
+            tensors = [t for g in grads for t in _training_ops.gradient_tensors(g)]
             if tensors:
-                memo = self._forward_many(tensors, feeds, rs.fresh_steps if rs else {},
-                                          rs.memo if rs else {})
-                grads = [np.asarray(memo[id(g)], dtype=v.dtype, order="C")
-                         if isinstance(g, Tensor) else g for g, v in zip(grads, var_list)]
+                memo = self._forward_many(list(dict.fromkeys(tensors)), feeds,
+                                          rs.fresh_steps if rs else {}, rs.memo if rs else {})
+                grads = [_training_ops.gradient_value(g, v, memo) for g, v in zip(grads, var_list)]
             return None, grads
         values = self._values_for(var_list)
         if rs is not None and rs.pending is not None:
