@@ -437,7 +437,7 @@ def placeholder(dtype: Any, shape: Sequence[int | None] | None = None,
     before anything of the run is sent, as TF's session does; a value that does not convert
     exactly (None or a string in a float feed, 1.5 or 2**40 in an int32 one) is
     InvalidArgumentError naming the placeholder, the dtype and the value
-    (``psrt.framework.autodiff.exact_feed_array``).
+    (``psrt.framework.feeds.exact_feed_array``).
 
     Args:
         dtype: The element type (numpy dtype or type, e.g. ``numpy.float32``).

@@ -226,9 +226,8 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
     (``keep_prob``) and scaled by ``1 / (1 - rate)``, else set to 0, so the expected sum is
     unchanged. As TF's, the mask is ``random_uniform(noise_shape, seed=seed) >= rate``, drawn
     anew at each run (seeded as TF's graph and op seeds, ``psrt.set_random_seed``); the
-    gradient is ``dy`` times the same mask and scale (a training step's loss and update use
-    one mask; a ``psrt.gradients`` tensor fetched beside the output is computed from a
-    mask of its own, as psrt's gradient tensors rerun their forward pass).
+    gradient is ``dy`` times the same mask and scale: a run's fetched output, its loss, its
+    training step's update and its ``psrt.gradients`` tensors all use one mask, as in TF.
 
     Args:
         x: A float Tensor of any shape.
