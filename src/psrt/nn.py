@@ -6,8 +6,15 @@ from psrt.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from psrt.ops.conv3d_ops import conv3d, conv3d_transpose, convolution
 from psrt.ops.conv_backprop_ops import conv2d_backprop_filter, conv2d_backprop_input
-from psrt.ops.conv_ops import atrous_conv2d, conv1d, conv2d, conv2d_transpose, convolution
+from psrt.ops.conv_ops import (
+    atrous_conv2d,
+    atrous_conv2d_transpose,
+    conv1d,
+    conv2d,
+    conv2d_transpose,
+)
 from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
 from psrt.ops.embedding_ops import (
     embedding_lookup,
@@ -57,6 +64,7 @@ from psrt.ops.pooling_ops import avg_pool, max_pool, pool
 
 __all__ = [
     "atrous_conv2d",
+    "atrous_conv2d_transpose",
     "avg_pool",
     "batch_normalization",
     "bias_add",
@@ -66,6 +74,8 @@ __all__ = [
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
     "conv2d_transpose",
+    "conv3d",
+    "conv3d_transpose",
     "convolution",
     "depthwise_conv2d",
     "dropout",
