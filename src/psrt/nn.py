@@ -15,7 +15,13 @@ from psrt.ops.conv_ops import (
     conv2d,
     conv2d_transpose,
 )
-from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
+from psrt.ops.depthwise_conv_ops import (
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
 from psrt.ops.embedding_ops import (
     embedding_lookup,
     embedding_lookup_sparse,
@@ -60,12 +66,14 @@ from psrt.ops.nn_ops_extra import (
     softsign,
     top_k,
 )
-from psrt.ops.pooling_ops import avg_pool, max_pool, pool
+from psrt.ops.pooling3d_ops import avg_pool3d, max_pool3d
+from psrt.ops.pooling_ops import avg_pool, max_pool, max_pool_with_argmax, pool
 
 __all__ = [
     "atrous_conv2d",
     "atrous_conv2d_transpose",
     "avg_pool",
+    "avg_pool3d",
     "batch_normalization",
     "bias_add",
     "compute_accidental_hits",
@@ -78,6 +86,9 @@ __all__ = [
     "conv3d_transpose",
     "convolution",
     "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
     "dropout",
     "elu",
     "embedding_lookup",
@@ -93,6 +104,8 @@ __all__ = [
     "lrn",
     "matmul",
     "max_pool",
+    "max_pool3d",
+    "max_pool_with_argmax",
     "moments",
     "nce_loss",
     "pool",
