@@ -212,8 +212,8 @@ def test_pool3d_gradients(sess, case, kind, data_format):
 def test_dilated_pool_gradients(sess, case, kind):
     # pool_test.py testGradient2D / testGradient3D (VALID, dilations)
     xs, win, rate = case
-    check_grad(sess, lambda x: tf.nn.pool(x, list(win), kind, "VALID", dilation_rate=list(rate)),
-               xs)
+    check_grad(sess, lambda x: tf.nn.pool(x, list(win), kind, "VALID",
+                                          dilation_rate=list(rate)), xs)
 
 
 def test_max_pool3d_gradient_goes_to_every_tied_maximum(sess):

@@ -7,8 +7,9 @@ argmax's gradient scatter, average pooling over in-bounds elements and its gradi
 same for 3-D volumes (vol2col/col2vol, dilated 3-D max and average pooling, TF's MaxPool3DGrad
 rule) used by psrt/ops/conv3d_ops.py, pooling3d_ops.py and the dilated tf.nn.pool.
 
-Every 2-D array is NHWC (3-D: NDHWC) and C-contiguous, float32 or float64 (one fused type per call); outputs
-are allocated by the caller (numpy) and passed in, so this module needs no numpy headers.
+Every 2-D array is NHWC (3-D: NDHWC) and C-contiguous, float32 or float64 (one fused type per
+call); outputs are allocated by the caller (numpy) and passed in, so this module needs no
+numpy headers.
 Window geometry follows TF's (tensorflow/core/framework/kernel_shape_util.cc): output row
 ``oy`` reads input rows ``oy * stride - pad_before + k * dilation`` for ``k < ksize``; rows
 outside ``[0, H)`` are padding (zeros for convolutions, skipped by pooling).

@@ -317,7 +317,7 @@ def conv3d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
             and xd[ci] != fd[3]:
         raise ValueError(f"conv3d: input depth {xd[ci]} does not match the filter's input "
                          f"depth {fd[3]} (filter shape {fd})")
-    shape = _out_shape3(xd, fmt, fd[:3], st, dl, mode, fd[4], op)
+    shape = _out_shape3(xd, fmt, tuple(fd[:3]), st, dl, mode, fd[4], op)
     return _lib.apply_op("Conv3D", name, [x, f], _conv3d, dt, shape, fmt=fmt, strides=st,
                          dilations=dl, padding=mode, dtype=dt)
 
