@@ -3,10 +3,13 @@
 """The loops of psrt's convolution and pooling ops (psrt/ops/conv_ops.py) that numpy cannot
 do in one pass: im2col (the patches of a strided, dilated, padded convolution as the rows of
 one GEMM operand), col2im (its adjoint, a scatter-add), max pooling with its argmax and the
-argmax's gradient scatter, average pooling over in-bounds elements and its gradient.
+argmax's gradient scatter, average pooling over in-bounds elements and its gradient; and the
+same for 3-D volumes (vol2col/col2vol, dilated 3-D max and average pooling, TF's MaxPool3DGrad
+rule) used by psrt/ops/conv3d_ops.py, pooling3d_ops.py and the dilated tf.nn.pool.
 
-Every array is NHWC and C-contiguous, float32 or float64 (one fused type per call); outputs
-are allocated by the caller (numpy) and passed in, so this module needs no numpy headers.
+Every 2-D array is NHWC (3-D: NDHWC) and C-contiguous, float32 or float64 (one fused type per
+call); outputs are allocated by the caller (numpy) and passed in, so this module needs no
+numpy headers.
 Window geometry follows TF's (tensorflow/core/framework/kernel_shape_util.cc): output row
 ``oy`` reads input rows ``oy * stride - pad_before + k * dilation`` for ``k < ksize``; rows
 outside ``[0, H)`` are padding (zeros for convolutions, skipped by pooling).
@@ -197,3 +200,272 @@ def avg_pool_grad(const real[:, :, :, ::1] dy, real[:, :, :, ::1] dx, int kh, in
                             out = &dx[n, iy, ix, 0]
                             for c in range(C):
                                 out[c] += src[c] * inv
+
+
+# ---- 3-D: vol2col/col2vol and pooling over [N, D, H, W, C] with dilations ------------------
+# Window geometry per spatial axis as above, plus a dilation: output plane ``oz`` reads input
+# planes ``oz * sd - pf + k * dd`` for ``k < kd``. The 2-D ops with a dilation (tf.nn.pool)
+# and max_pool_with_argmax run these with D = 1.
+
+
+def vol2col(const real[:, :, :, :, ::1] x, real[:, ::1] cols, Py_ssize_t n0,
+            int kd, int kh, int kw, int sd, int sh, int sw, int dd, int dh, int dw,
+            int pf, int pt, int pl, int od, int oh, int ow):
+    """Fill ``cols`` ``[nb * od * oh * ow, kd * kh * kw * C]`` with the patches of volumes
+    ``n0 .. n0 + nb`` of ``x`` ``[N, D, H, W, C]``; a row's columns are ordered
+    (kz, ky, kx, c), as a ``[kd, kh, kw, C, O]`` filter reshaped to ``[kd * kh * kw * C, O]``."""
+    cdef Py_ssize_t D = x.shape[1], H = x.shape[2], W = x.shape[3], C = x.shape[4]
+    cdef Py_ssize_t per = od * oh * ow
+    cdef Py_ssize_t nb = cols.shape[0] // per if per else 0
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, iz, iy, ix, row, col
+    cdef bint zin, yin
+    cdef real* dst
+    with nogil:
+        row = 0
+        for n in range(n0, n0 + nb):
+            for oz in range(od):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        dst = &cols[row, 0]
+                        col = 0
+                        for kz in range(kd):
+                            iz = oz * sd - pf + kz * dd
+                            zin = 0 <= iz < D
+                            for ky in range(kh):
+                                iy = oy * sh - pt + ky * dh
+                                yin = zin and 0 <= iy < H
+                                for kx in range(kw):
+                                    ix = ox * sw - pl + kx * dw
+                                    if yin and 0 <= ix < W:
+                                        memcpy(dst + col, &x[n, iz, iy, ix, 0], C * sizeof(real))
+                                    else:
+                                        memset(dst + col, 0, C * sizeof(real))
+                                    col += C
+                        row += 1
+
+
+def col2vol(const real[:, ::1] cols, real[:, :, :, :, ::1] dx, Py_ssize_t n0,
+            int kd, int kh, int kw, int sd, int sh, int sw, int dd, int dh, int dw,
+            int pf, int pt, int pl, int od, int oh, int ow):
+    """The adjoint of :func:`vol2col`: add each row of ``cols`` back into the input positions
+    its patch read (padding dropped). ``dx`` ``[N, D, H, W, C]`` holds zeros (or the sum so
+    far) for volumes ``n0 .. n0 + nb``."""
+    cdef Py_ssize_t D = dx.shape[1], H = dx.shape[2], W = dx.shape[3], C = dx.shape[4]
+    cdef Py_ssize_t per = od * oh * ow
+    cdef Py_ssize_t nb = cols.shape[0] // per if per else 0
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, iz, iy, ix, row, col, c
+    cdef bint zin, yin
+    cdef const real* src
+    cdef real* out
+    with nogil:
+        row = 0
+        for n in range(n0, n0 + nb):
+            for oz in range(od):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        src = &cols[row, 0]
+                        col = 0
+                        for kz in range(kd):
+                            iz = oz * sd - pf + kz * dd
+                            zin = 0 <= iz < D
+                            for ky in range(kh):
+                                iy = oy * sh - pt + ky * dh
+                                yin = zin and 0 <= iy < H
+                                for kx in range(kw):
+                                    ix = ox * sw - pl + kx * dw
+                                    if yin and 0 <= ix < W:
+                                        out = &dx[n, iz, iy, ix, 0]
+                                        for c in range(C):
+                                            out[c] += src[col + c]
+                                    col += C
+                        row += 1
+
+
+def max_pool3d(const real[:, :, :, :, ::1] x, real[:, :, :, :, ::1] y,
+               long long[:, :, :, :, ::1] arg, int kd, int kh, int kw, int sd, int sh, int sw,
+               int dd, int dh, int dw, int pf, int pt, int pl):
+    """``y[n, oz, oy, ox, c]``: the maximum of ``x`` over the in-bounds taps of the (dilated)
+    window; ``arg`` the position ``(iz * H + iy) * W + ix`` of the first maximum in the
+    window's row-major tap order (a later tap replaces it only when greater). A window
+    without an in-bounds tap gives 0 and ``arg`` -1."""
+    cdef Py_ssize_t D = x.shape[1], H = x.shape[2], W = x.shape[3], C = x.shape[4]
+    cdef Py_ssize_t N = y.shape[0], od = y.shape[1], oh = y.shape[2], ow = y.shape[3]
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, iz, iy, ix, c
+    cdef bint first
+    cdef const real* src
+    cdef real* best
+    cdef long long* where
+    with nogil:
+        for n in range(N):
+            for oz in range(od):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        best = &y[n, oz, oy, ox, 0]
+                        where = &arg[n, oz, oy, ox, 0]
+                        first = True
+                        for kz in range(kd):
+                            iz = oz * sd - pf + kz * dd
+                            if iz < 0 or iz >= D:
+                                continue
+                            for ky in range(kh):
+                                iy = oy * sh - pt + ky * dh
+                                if iy < 0 or iy >= H:
+                                    continue
+                                for kx in range(kw):
+                                    ix = ox * sw - pl + kx * dw
+                                    if ix < 0 or ix >= W:
+                                        continue
+                                    src = &x[n, iz, iy, ix, 0]
+                                    if first:
+                                        first = False
+                                        for c in range(C):
+                                            best[c] = src[c]
+                                            where[c] = (iz * H + iy) * W + ix
+                                    else:
+                                        for c in range(C):
+                                            if src[c] > best[c]:
+                                                best[c] = src[c]
+                                                where[c] = (iz * H + iy) * W + ix
+                        if first:
+                            for c in range(C):
+                                best[c] = 0
+                                where[c] = -1
+
+
+def scatter_argmax(const real[:, :, ::1] dy, const long long[:, :, ::1] arg,
+                   real[:, :, ::1] dx):
+    """Add ``dy[n, o, c]`` into ``dx[n, arg[n, o, c], c]`` (``dx`` ``[N, S, C]``, zeroed by
+    the caller; ``arg`` -1 is skipped): the gradient of a max pooling through its argmax, any
+    number of spatial dimensions flattened into ``o`` and ``S``."""
+    cdef Py_ssize_t N = dy.shape[0], O = dy.shape[1], C = dy.shape[2]
+    cdef Py_ssize_t n, o, c
+    cdef long long a
+    with nogil:
+        for n in range(N):
+            for o in range(O):
+                for c in range(C):
+                    a = arg[n, o, c]
+                    if a >= 0:
+                        dx[n, a, c] += dy[n, o, c]
+
+
+def max_pool3d_grad_near(const real[:, :, :, :, ::1] x, const real[:, :, :, :, ::1] y,
+                         const real[:, :, :, :, ::1] dy, real[:, :, :, :, ::1] dx,
+                         int kd, int kh, int kw, int sd, int sh, int sw, int dd, int dh,
+                         int dw, int pf, int pt, int pl):
+    """TF's CPU MaxPool3DGrad (tensorflow/core/kernels/pooling_ops_3d.cc): each ``dy`` is
+    added to every in-bounds tap of its window whose input is within 1e-5 of the window's
+    maximum ``y`` (ties all receive it). ``dx`` zeroed by the caller."""
+    cdef Py_ssize_t D = x.shape[1], H = x.shape[2], W = x.shape[3], C = x.shape[4]
+    cdef Py_ssize_t N = y.shape[0], od = y.shape[1], oh = y.shape[2], ow = y.shape[3]
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, iz, iy, ix, c
+    cdef const real* src
+    cdef const real* best
+    cdef const real* g
+    cdef real* out
+    cdef real diff
+    with nogil:
+        for n in range(N):
+            for oz in range(od):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        best = &y[n, oz, oy, ox, 0]
+                        g = &dy[n, oz, oy, ox, 0]
+                        for kz in range(kd):
+                            iz = oz * sd - pf + kz * dd
+                            if iz < 0 or iz >= D:
+                                continue
+                            for ky in range(kh):
+                                iy = oy * sh - pt + ky * dh
+                                if iy < 0 or iy >= H:
+                                    continue
+                                for kx in range(kw):
+                                    ix = ox * sw - pl + kx * dw
+                                    if ix < 0 or ix >= W:
+                                        continue
+                                    src = &x[n, iz, iy, ix, 0]
+                                    out = &dx[n, iz, iy, ix, 0]
+                                    for c in range(C):
+                                        diff = src[c] - best[c]
+                                        if -1e-5 < diff < 1e-5:
+                                            out[c] += g[c]
+
+
+cdef inline Py_ssize_t _taps(Py_ssize_t o, int s, int p, int k, int d, Py_ssize_t size,
+                             Py_ssize_t* lo) noexcept nogil:
+    """The in-bounds taps ``lo .. lo + count`` (tap indices) of output ``o`` on one axis."""
+    cdef Py_ssize_t start = o * s - p, first = 0, last = k
+    while first < k and start + first * d < 0:
+        first += 1
+    while last > first and start + (last - 1) * d >= size:
+        last -= 1
+    lo[0] = first
+    return last - first
+
+
+def avg_pool3d(const real[:, :, :, :, ::1] x, real[:, :, :, :, ::1] y, int kd, int kh, int kw,
+               int sd, int sh, int sw, int dd, int dh, int dw, int pf, int pt, int pl):
+    """``y[n, oz, oy, ox, c]``: the mean of ``x`` over the in-bounds taps of the (dilated)
+    window (TF's AvgPool3D divides by the number of in-bounds elements; 0 for none)."""
+    cdef Py_ssize_t D = x.shape[1], H = x.shape[2], W = x.shape[3], C = x.shape[4]
+    cdef Py_ssize_t N = y.shape[0], od = y.shape[1], oh = y.shape[2], ow = y.shape[3]
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, c, z0, y0, x0, nz, ny, nx
+    cdef const real* src
+    cdef real* acc
+    cdef real inv
+    with nogil:
+        for n in range(N):
+            for oz in range(od):
+                nz = _taps(oz, sd, pf, kd, dd, D, &z0)
+                for oy in range(oh):
+                    ny = _taps(oy, sh, pt, kh, dh, H, &y0)
+                    for ox in range(ow):
+                        nx = _taps(ox, sw, pl, kw, dw, W, &x0)
+                        acc = &y[n, oz, oy, ox, 0]
+                        for c in range(C):
+                            acc[c] = 0
+                        for kz in range(z0, z0 + nz):
+                            for ky in range(y0, y0 + ny):
+                                for kx in range(x0, x0 + nx):
+                                    src = &x[n, oz * sd - pf + kz * dd, oy * sh - pt + ky * dh,
+                                             ox * sw - pl + kx * dw, 0]
+                                    for c in range(C):
+                                        acc[c] += src[c]
+                        if nz * ny * nx:
+                            inv = 1
+                            inv = inv / (nz * ny * nx)
+                            for c in range(C):
+                                acc[c] *= inv
+
+
+def avg_pool3d_grad(const real[:, :, :, :, ::1] dy, real[:, :, :, :, ::1] dx, int kd, int kh,
+                    int kw, int sd, int sh, int sw, int dd, int dh, int dw, int pf, int pt,
+                    int pl):
+    """The gradient of :func:`avg_pool3d`: each ``dy`` spread evenly over its window's
+    in-bounds taps, added into ``dx`` (zeroed by the caller)."""
+    cdef Py_ssize_t D = dx.shape[1], H = dx.shape[2], W = dx.shape[3], C = dx.shape[4]
+    cdef Py_ssize_t N = dy.shape[0], od = dy.shape[1], oh = dy.shape[2], ow = dy.shape[3]
+    cdef Py_ssize_t n, oz, oy, ox, kz, ky, kx, c, z0, y0, x0, nz, ny, nx
+    cdef const real* src
+    cdef real* out
+    cdef real inv
+    with nogil:
+        for n in range(N):
+            for oz in range(od):
+                nz = _taps(oz, sd, pf, kd, dd, D, &z0)
+                for oy in range(oh):
+                    ny = _taps(oy, sh, pt, kh, dh, H, &y0)
+                    for ox in range(ow):
+                        nx = _taps(ox, sw, pl, kw, dw, W, &x0)
+                        if nz * ny * nx == 0:
+                            continue
+                        inv = 1
+                        inv = inv / (nz * ny * nx)
+                        src = &dy[n, oz, oy, ox, 0]
+                        for kz in range(z0, z0 + nz):
+                            for ky in range(y0, y0 + ny):
+                                for kx in range(x0, x0 + nx):
+                                    out = &dx[n, oz * sd - pf + kz * dd, oy * sh - pt + ky * dh,
+                                              ox * sw - pl + kx * dw, 0]
+                                    for c in range(C):
+                                        out[c] += src[c] * inv

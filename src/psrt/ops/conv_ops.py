@@ -1,7 +1,8 @@
 """TF1's convolution and pooling ops (tensorflow/python/ops/nn_ops.py, nn_impl.py, r1.15) as
-graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``conv1d``, ``atrous_conv2d`` and the
-1-D/2-D forms of ``convolution`` (depthwise and separable: psrt/ops/depthwise_conv_ops.py;
-pooling: psrt/ops/pooling_ops.py).
+graph ops over numpy: ``conv2d``, ``conv2d_transpose`` (with dilations), ``conv1d``,
+``atrous_conv2d``, ``atrous_conv2d_transpose`` (3-D and ``convolution``:
+psrt/ops/conv3d_ops.py; depthwise and separable: psrt/ops/depthwise_conv_ops.py; pooling:
+psrt/ops/pooling_ops.py).
 
 Convolutions go through BLAS: the patches of a chunk of images are laid out as the rows of
 one matrix (im2col, psrt/ops/_conv_kernels.pyx) and multiplied by the filter reshaped to
@@ -34,7 +35,7 @@ from psrt.ops.array_ops import expand_dims as _expand_dims
 from psrt.ops.array_ops import squeeze as _squeeze
 from psrt.ops.array_ops import stack
 
-__all__ = ["atrous_conv2d", "conv1d", "conv2d", "conv2d_transpose", "convolution"]
+__all__ = ["atrous_conv2d", "atrous_conv2d_transpose", "conv1d", "conv2d", "conv2d_transpose"]
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
@@ -474,7 +475,9 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
             op transposes.
         data_format: ``"NHWC"`` (default) or ``"NCHW"``.
         name: The op name (default ``"conv2d_transpose"``).
-        dilations: only 1 (psrt's conv2d_transpose has no dilation).
+        dilations: as ``strides`` (default 1): the dilation of the convolution this op
+            transposes (TF r1.15's ``dilations``); strides above 1 with dilations above 1
+            are allowed, as TF's Conv2DBackpropInput allows them.
 
     Returns:
         A Tensor of ``value``'s dtype and shape ``output_shape``: the conv2d of
@@ -498,10 +501,7 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
     mode, _ = _padding(padding, op)
     ci = 3 if fmt == "NHWC" else 1
     st = _spatial(_sequence(strides, ci, "strides", op), fmt, "strides", op)
-    if dilations is not None and _spatial(_sequence(dilations, ci, "dilations", op), fmt,
-                                          "dilations", op) != (1, 1):
-        raise ValueError(f"{op}: dilations other than 1 are not supported by psrt; got "
-                         f"{dilations!r}")
+    dl = _spatial(_sequence(dilations, ci, "dilations", op), fmt, "dilations", op)
     x = _in(value)
     dt = _work_dtype(x, op)
     f = _same_dtype(filter, dt)
@@ -511,6 +511,16 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
             and xd[ci] != fd[3]:
         raise ValueError(f"input channels does not match filter's input channels, "
                          f"{xd[ci]} != {fd[3]}")
+    output_shape, known = _output_shape_arg(output_shape, 4, ci, fd[2])
+    return _lib.apply_op(op, name, [x, f, output_shape], _conv2d_transpose, dt, known,
+                         fmt=fmt, strides=st, padding=mode, dtype=dt, dilations=dl)
+
+
+def _output_shape_arg(output_shape: Any, rank: int, ci: int, out_channels: Any
+                      ) -> tuple[Any, list[Any]]:
+    """(graph input, known dims) of a transposed convolution's ``output_shape``: a list of
+    ints, a 1-D int Tensor, or a list mixing ints and scalar Tensors, of ``rank`` entries
+    whose channel entry ``ci`` must be the filter's ``out_channels`` (TF's messages)."""
     known: list[Any]
     if isinstance(output_shape, (list, tuple)) and any(map(_lib.is_graph_value, output_shape)):
         known = [None if _lib.is_graph_value(d) else int(d) for d in output_shape]
@@ -518,22 +528,41 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
                               for d in output_shape])
     else:
         c = _lib.constant_value(output_shape)
-        known = [None] * 4 if c is None else [int(d) for d in np.asarray(c).reshape(-1)]
+        known = [None] * rank if c is None else [int(d) for d in np.asarray(c).reshape(-1)]
         if c is not None:
             output_shape = constant(np.asarray(c, np.int32).reshape(-1))
     s = _lib.static_shape(output_shape)
-    if len(known) != 4 or (s.ndims is not None and (s.ndims != 1 or s[0].value not in (None, 4))):
-        raise ValueError(f"output_shape must have shape (4,), got {known if len(known) != 4 else s}")
-    if known[ci] is not None and fd[2] is not None and known[ci] != fd[2]:
+    if len(known) != rank or (s.ndims is not None and (s.ndims != 1
+                                                        or s[0].value not in (None, rank))):
+        raise ValueError(f"output_shape must have shape ({rank},), got "
+                         f"{known if len(known) != rank else s}")
+    if known[ci] is not None and out_channels is not None and known[ci] != out_channels:
         raise ValueError(f"output_shape does not match filter's output channels, "
-                         f"{known[ci]} != {fd[2]}")
+                         f"{known[ci]} != {out_channels}")
     if known[ci] is None:
-        known[ci] = fd[2]
-    return _lib.apply_op(op, name, [x, f, output_shape], _conv2d_transpose, dt, known,
-                         fmt=fmt, strides=st, padding=mode, dtype=dt)
+        known[ci] = out_channels
+    return output_shape, known
 
 
-# ---- conv1d and convolution --------------------------------------------------------------------
+def atrous_conv2d_transpose(value: Any, filters: Any, output_shape: Any, rate: int,
+                            padding: str, name: str | None = None) -> Tensor:
+    """The transpose of :func:`atrous_conv2d`, as TF1's ``tf.nn.atrous_conv2d_transpose``:
+    :func:`conv2d_transpose` of NHWC ``value`` ``[batch, height, width, in_channels]`` with
+    ``filters`` ``[height, width, out_channels, in_channels]`` at stride 1 and dilation
+    ``rate`` (TF computes it through space_to_batch; its atrous_conv2d_test.py checks it
+    equals conv2d_transpose with the upsampled filter, which this is).
+
+    Raises:
+        ValueError: ``rate`` below 1, and :func:`conv2d_transpose`'s errors.
+    """
+    if int(rate) < 1:
+        raise ValueError(f"rate {rate} cannot be less than one")
+    return conv2d_transpose(value, filters, output_shape, [1, 1, 1, 1], padding,
+                            dilations=[1, int(rate), int(rate), 1],
+                            name=name or "atrous_conv2d_transpose")
+
+
+# ---- conv1d and atrous_conv2d -------------------------------------------------------------------
 
 
 def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
@@ -590,62 +619,6 @@ def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: 
     y = conv2d(x4, _expand_dims(f, 0), [1, 1, 1, s], padding, data_format="NCHW",
                dilations=[1, 1, 1, d], name=name or "conv1d")
     return _squeeze(y, [2])
-
-
-def convolution(input: Any, filter: Any = None, padding: Any = None, strides: Any = None,
-                dilation_rate: Any = None, name: str | None = None,
-                data_format: str | None = None, filters: Any = None,
-                dilations: Any = None) -> Tensor:
-    """An N-D convolution for N = 1 or 2 spatial dimensions, as TF1's ``tf.nn.convolution``:
-    :func:`conv1d` for a rank-3 input, :func:`conv2d` for rank 4 (psrt has no 3-D
-    convolution).
-
-    Args:
-        input: float ``[batch, *spatial, channels]`` (channels-last, default) or
-            ``[batch, channels, *spatial]`` (a ``data_format`` starting with ``"NC"``).
-        filter: ``[*spatial, in_channels, out_channels]`` (``filters`` is its TF2 name).
-        padding: ``"SAME"`` or ``"VALID"``.
-        strides: N ints (default 1).
-        dilation_rate: N ints (default 1); above 1, the strides must be 1
-            (``dilations`` is its TF2 name).
-        data_format: ``"NWC"``/``"NCW"`` (1-D), ``"NHWC"``/``"NCHW"`` (2-D), or None.
-        name: The op name (default ``"convolution"``).
-
-    Returns:
-        The convolution, the input's dtype, in ``data_format``'s layout.
-
-    Raises:
-        ValueError: a rank other than 3 or 4, strides or dilation rates of the wrong
-            length or not positive, strides above 1 with a dilation rate above 1, and
-            :func:`conv2d`'s errors.
-    """
-    filter = filters if filter is None else filter
-    rate = dilation_rate if dilation_rate is not None else dilations
-    x = _in(input)
-    xd = _dims(x)
-    if xd is None or len(xd) not in (3, 4):
-        raise ValueError(f"convolution: psrt supports inputs of rank 3 (1-D) or 4 (2-D) with "
-                         f"a known rank; got shape {xd}")
-    nd = len(xd) - 2
-    st = [1] * nd if strides is None else [int(v) for v in np.reshape(strides, -1)]
-    rt = [1] * nd if rate is None else [int(v) for v in np.reshape(rate, -1)]
-    for what, vals in (("strides", st), ("dilation_rate", rt)):
-        if len(vals) != nd:
-            raise ValueError(f"convolution: {what} must have {nd} entries for a {nd}-D "
-                             f"convolution; got {vals}")
-        if min(vals) < 1:
-            raise ValueError(f"convolution: {what} must be positive; got {vals}")
-    if max(st) > 1 and max(rt) > 1:
-        raise ValueError(f"strides > 1 not supported in conjunction with dilation_rate > 1; "
-                         f"got strides {st} and dilation_rate {rt}")
-    channels_first = data_format is not None and str(data_format).startswith("NC")
-    if nd == 1:
-        return conv1d(x, filter, st[0], padding, data_format="NCW" if channels_first else
-                      ("NWC" if data_format is None else data_format), dilations=rt[0],
-                      name=name or "convolution")
-    return conv2d(x, filter, st, padding, data_format="NCHW" if channels_first else
-                  ("NHWC" if data_format is None else data_format), dilations=rt,
-                  name=name or "convolution")
 
 
 def atrous_conv2d(value: Any, filters: Any, rate: int, padding: str,

@@ -348,6 +348,9 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True,  # noqa: A002  (TF's name
     Args:
         input: A float or integer Tensor of rank >= 1.
         k: A non-negative int (or an int32 scalar Tensor), at most the last dimension.
+        sorted: Accepted: True (default) or False. With False TF's order of the ``k``
+            entries is unspecified, so psrt's sorted output is one of TF's answers
+            (topk_op_test.py testTop3Unsorted compares them as sets).
         name: The op name (default ``"TopKV2"``).
 
     Returns:
