@@ -552,7 +552,8 @@ class Backward:
                 dy = (cot.get if outs in keep else cot.pop)(outs, None)
                 if dy is None:
                     continue
-                pieces = node.func.row_slices(dy, *_arguments(node, var_values, memo))
+                lookup: Any = node.func    # an op with row_slices (a lookup's)
+                pieces = lookup.row_slices(dy, *_arguments(node, var_values, memo))
                 for i, key in wanted:
                     if i in pieces:
                         sparse.setdefault(key, []).append(pieces[i])
@@ -691,7 +692,8 @@ def _evaluate_differentiating(plan: Any, var_values: dict[int, Any], feeds: dict
         out = id(node.outputs[0])
         if needs is None:
             if out not in memo:
-                memo[out] = node.func.backward(memo, var_values, feeds)
+                kernel: Any = node.func
+                memo[out] = kernel.backward(memo, var_values, feeds)
         elif not needs or out in memo:
             _evaluate_nodes([node], var_values, feeds, memo)
         else:
