@@ -163,7 +163,32 @@ def reader_main(cfg: dict[str, Any]) -> None:
     server.stop()
 
 
+def memory_main(cfg: dict[str, Any]) -> None:
+    """Registers two Adagrad variables of ``elements`` float32 each (w0 on ps task 1, w1 on
+    task 0), trains 3 steps, reports "trained" and waits until ``release_file`` exists (the
+    driver reads the ps tasks' memory meanwhile)."""
+    import psrt as tf  # noqa: PLC0415
+
+    cluster = tf.train.ClusterSpec(cfg["cluster"])
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    n = int(cfg["elements"])
+    with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+        gs = tf.train.get_or_create_global_step()
+        w0 = tf.get_variable("w0", [n], initializer=tf.zeros_initializer())
+        w1 = tf.get_variable("w1", [n], initializer=tf.zeros_initializer())
+        train_op = tf.train.AdagradOptimizer(0.1).minimize(
+            tf.reduce_sum(w0) + tf.reduce_sum(w1), global_step=gs)
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=True) as sess:
+        for _ in range(3):
+            sess.run(train_op)
+        emit("trained", step=int(sess.run(gs)))
+        while not os.path.exists(cfg["release_file"]):
+            time.sleep(0.05)
+    server.stop()
+
+
 if __name__ == "__main__":
     _exit_with_parent()
     role, config_json = sys.argv[1], sys.argv[2]
-    {"ps": ps_main, "worker": worker_main, "reader": reader_main}[role](json.loads(config_json))
+    {"ps": ps_main, "worker": worker_main, "reader": reader_main,
+     "memory": memory_main}[role](json.loads(config_json))
