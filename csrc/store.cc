@@ -120,8 +120,10 @@ VariableStore::VariableStore() {
 
 VariableStore::~VariableStore() = default;
 
-Status VariableStore::Register(const VarSpec& spec, const void* init, Variable** out) {
+Status VariableStore::Register(const VarSpec& spec, const void* init, Variable** out,
+                               bool* created) {
   Variable* var = nullptr;
+  if (created != nullptr) *created = false;
   {
     std::lock_guard<std::mutex> l(registry_mu_);
     auto it = by_name_.find(spec.name);
@@ -137,6 +139,7 @@ Status VariableStore::Register(const VarSpec& spec, const void* init, Variable**
       }
     } else {
       PSRT_RETURN_IF_ERROR(CreateLocked(spec, &var));
+      if (created != nullptr) *created = true;
     }
   }
   if (init != nullptr) {
@@ -235,6 +238,14 @@ Status VariableStore::CreateLocked(const VarSpec& spec, Variable** out) {
   owned_.push_back(std::move(v));
   count_.store(owned_.size(), std::memory_order_release);
   *out = var;
+  return Status::Ok();
+}
+
+Status VariableStore::FindByName(const std::string& name, Variable** out) const {
+  std::lock_guard<std::mutex> l(registry_mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return NotFound("no variable named '" + name + "' on this ps task");
+  *out = owned_[it->second - 1].get();
   return Status::Ok();
 }
 

@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "memory_account.h"
+#include "replication.h"
 #include "status.h"
 #include "table.h"
 #include "wire.h"
@@ -99,6 +100,7 @@ struct Variable {
   SyncState sync;                 // used when spec.replicas_to_aggregate > 0
   std::unique_ptr<HashTable> table;  // spec.table: the rows (value and slots stay empty)
   uint64_t reserved_bytes = 0;    // held in the store's MemoryAccount for value, slots, sum
+  VarReplication repl;            // ps replication (replication.h): section, awaiting, marks
 
   bool is_sync() const { return spec.replicas_to_aggregate > 0; }
   bool is_step_counter() const {
@@ -117,11 +119,15 @@ class VariableStore {
   // Declares a variable (or finds the one with that name). A name that exists with another
   // dtype, shape or optimizer is InvalidArgument naming both declarations. When `init` is
   // non-null (spec.NumElements() values of spec.dtype), the value is assigned, the slots are
-  // set to spec.slot_init and the variable becomes initialized.
-  Status Register(const VarSpec& spec, const void* init, Variable** out);
+  // set to spec.slot_init and the variable becomes initialized. *created (when given) says
+  // whether this call created the variable.
+  Status Register(const VarSpec& spec, const void* init, Variable** out,
+                  bool* created = nullptr);
 
   // Lock-free lookup; NotFound naming the id when absent.
   Status Find(uint32_t id, Variable** out) const;
+  // Lookup by name (takes registry_mu_); NotFound naming it when absent.
+  Status FindByName(const std::string& name, Variable** out) const;
 
   // Applies the variable's optimizer to a dense gradient of var->nbytes bytes.
   Status ApplyDense(Variable* var, const void* grad, double lr, bool has_lr);
