@@ -228,12 +228,27 @@ def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
     assert f"| `version` ≠ {version} " in doc
     assert f"| `op` = 0 or > {max_op} " in doc
     assert f"operation code, 1..{max_op} " in doc
-    assert f"\n| {max_op} | REPLICA_INSTALL |" in doc and f"\n| {max_op + 1} |" not in doc
+    assert f"\n| {max_op} | REPLICA_INSTALL |" in doc
+    assert not re.search(r"\n\| %d \| [A-Z_]+ \|" % (max_op + 1), doc)  # no op row past it
     # No stale number is left in the header checks or the set-up.
     stale = [line for line in doc.splitlines()
              if re.search(r"`version` ≠ (?!%d\b)\d|`op` = 0 or > (?!%d\b)\d" % (version, max_op),
                           line)]
     assert stale == []
+
+
+def test_protocol_doc_hello_example_is_the_documented_layout():
+    """docs/protocol.md's HELLO example (version 7, with a client id) is byte for byte what
+    tests/_frames.py packs from the documented fields."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(repo, "docs", "protocol.md"), encoding="utf-8") as f:
+        doc = f.read()
+    block = doc.split("from a Client whose id is `0x0123456789abcdef`:\n```\n", 1)[1]
+    block = block.split("```", 1)[0]
+    example = bytes.fromhex(" ".join(line[:49] for line in block.splitlines()))
+    want = fr.frame(fr.HELLO, fr.hello_payload(b"worker", b"ps", 0,
+                                               client_id=0x0123456789ABCDEF), var_id=1)
+    assert example == want
 
 
 # ---- Per-op mismatches: an error reply, the payload discarded, the stream stays in step ---
