@@ -233,6 +233,10 @@ class VariableStore {
   // its step. Either all of it is added or, out of memory (ResourceExhausted), nothing changes.
   static Status SumRows(const Variable* var, const int64_t* indices, size_t n, const void* rows,
                         uint32_t this_grad, RowSum* sum);
+  // FailedPrecondition unless var has an optimizer and is initialized.
+  static Status CheckTrainable(const Variable* var);
+  // InvalidArgument unless var is an int64 scalar; FailedPrecondition when uninitialized.
+  static Status CheckStepVariable(const Variable* var);
   // ApplySparse; `known_unique`: the caller guarantees no index repeats.
   Status ApplyRows(Variable* var, const int64_t* indices, size_t n, const void* rows, double lr,
                    bool has_lr, bool known_unique);
