@@ -306,6 +306,18 @@ py::bytes PyClient::cluster_info(int shard) {
   return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
+py::bytes PyClient::replica_read(int shard, uint32_t var_id) {
+  Call c;
+  c.op = Op::kReplicaRead;
+  c.shard = shard;
+  c.var_id = var_id;
+  std::vector<Call> calls;
+  calls.push_back(std::move(c));
+  Check(RunLocked(&calls));
+  const auto& b = calls[0].recv_vec;
+  return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
 void PyClient::close() {
   WithoutGil([&] {
     std::lock_guard<std::mutex> l(mu_);
@@ -367,6 +379,7 @@ void RegisterClient(py::module_& m) {
       .def("table_evict", &PyClient::table_evict, py::arg("handle"), py::arg("unseen"),
            py::arg("min_count"))
       .def("cluster_info", &PyClient::cluster_info, py::arg("shard"))
+      .def("replica_read", &PyClient::replica_read, py::arg("shard"), py::arg("var_id"))
       .def("ping", &PyClient::ping, py::arg("shards"))
       .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
       .def("close", &PyClient::close);

@@ -38,6 +38,9 @@ class PyClient {
   void ping(const std::vector<int>& shards);
   void worker_done(const std::string& job, int task);
   py::bytes cluster_info(int shard);
+  // REPLICA_READ (version 7): the ReplicaState of variable var_id (list_variables' id) on
+  // shard, raw, for a ps task's copier (Server.replica_install).
+  py::bytes replica_read(int shard, uint32_t var_id);
   void close();
 
   // ---- The requests of a training step (py_client_train.cc) ----
