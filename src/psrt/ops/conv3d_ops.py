@@ -145,6 +145,7 @@ class _Geometry3:
         return (*self.window(), *self.out)
 
     def per_volume(self) -> int:
+        """Output positions of one volume (od * oh * ow): the patch-matrix rows per image."""
         return self.out[0] * self.out[1] * self.out[2]
 
     def pointwise(self) -> bool:
