@@ -39,9 +39,15 @@ __all__ = ["atrous_conv2d", "conv1d", "conv2d", "conv2d_transpose", "convolution
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
 # im2col works on chunks of images whose patch matrix holds about this many elements
-# (32 MB in float32): big enough for BLAS to run at full speed, small enough for the cache
-# of a host running several workers.
-_CHUNK_ELEMENTS = 1 << 23
+# (1 MB in float32): the chunk is written and at once read back by the GEMM while it is in
+# the cache, where a whole batch's patch matrix (31 MB for the 5x5x16 -> 32 convolution of
+# a 100-image MNIST batch) goes out to memory and back, and BLAS still runs at full speed
+# on a GEMM of a few hundred rows. benchmarks/test_bench_convnet.py measured 1 MB best.
+_CHUNK_ELEMENTS = 1 << 18
+# conv2d keeps its forward's patches for the filter gradient below this many input
+# channels and patch-matrix elements (32 MB in float32): see _keeps_patches.
+_KEEP_CHANNELS = 4
+_KEEP_ELEMENTS = 1 << 23
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -233,32 +239,67 @@ def _patches(x: np.ndarray, g: _Geometry, n0: int, nb: int, buf: np.ndarray | No
     return out
 
 
-def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry) -> np.ndarray:
-    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``."""
+def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry,
+                  whole: np.ndarray | None = None) -> np.ndarray:
+    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``. With
+    ``whole`` (``[N * oh * ow, K]``, see :func:`_keeps_patches`), each chunk's patches are
+    written into their rows of it, for the filter gradient to read back."""
     n = x.shape[0]
     y = np.empty((n, g.oh, g.ow, wm.shape[1]), x.dtype)
     y2 = y.reshape(-1, wm.shape[1])
     buf = None
     for n0, nb in g.chunks(n, wm.shape[0]):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+        if whole is not None:
+            cols = whole[r0:r1]
+            _k.im2col(x, cols, n0, *g.args())
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
         np.matmul(cols, wm, out=y2[r0:r1])
     return y
 
 
-def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry) -> np.ndarray:
-    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``."""
+def _keeps_patches(x: np.ndarray, g: _Geometry, needs: Any) -> np.ndarray | None:
+    """An empty ``[N * oh * ow, K]`` patch matrix when conv2d's forward should keep its
+    patches for the filter gradient (asked in a gradient run, not ``ALL``'s plain
+    evaluation), else None. That pays where rebuilding them costs more than reading them
+    back: an input of few channels, whose im2col copies runs of only ``kw * C`` values
+    (MNIST's first layer, C = 1: 3.3 ms for its filter gradient instead of 7.6 ms at batch
+    100), and whose patch matrix stays small; deeper layers' im2col is cheap beside their
+    GEMM, and their patch matrix large (31 MB for the second layer: reading it back from
+    memory was slower than rebuilding it chunk by chunk in the cache)."""
+    k = g.kh * g.kw * x.shape[3]
+    rows = x.shape[0] * g.oh * g.ow
+    if (needs is _lib.ALL or 1 not in needs or g.pointwise()
+            or x.shape[3] >= _KEEP_CHANNELS or rows * k > _KEEP_ELEMENTS):
+        return None
+    return np.empty((rows, k), x.dtype)
+
+
+def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry,
+                      whole: np.ndarray | None = None) -> np.ndarray:
+    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``, summed
+    over the chunks of images in order; the patches are ``whole``'s rows when given (the
+    forward's), else rebuilt chunk by chunk."""
     o = dy.shape[3]
     k = g.kh * g.kw * x.shape[3]
     dw = np.zeros((k, o), x.dtype)
+    part = np.empty((k, o), x.dtype)
     dy2 = dy.reshape(-1, o)
     buf = None
     for n0, nb in g.chunks(x.shape[0], k):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        dw += cols.T @ dy2[r0:r1]
+        if whole is not None:
+            cols = whole[r0:r1]
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
+        if n0 == 0:
+            np.matmul(cols.T, dy2[r0:r1], out=dw)
+        else:
+            np.matmul(cols.T, dy2[r0:r1], out=part)
+            dw += part
     return dw
 
 
@@ -297,14 +338,15 @@ def _conv2d(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
             f"depth {w.shape[2]} (filter shape {list(w.shape)})")
     g = _Geometry(op, xn.shape[1:3], w.shape[:2], strides, dilations, padding, pads)
     wm = w.reshape(-1, w.shape[3])
-    y = _back(_conv_forward(xn, wm, g), fmt, dtype)
+    whole = _keeps_patches(xn, g, needs)
+    y = _back(_conv_forward(xn, wm, g, whole), fmt, dtype)
 
     def grad(dy: Any) -> tuple[Any, Any]:
         d = _nhwc(dy, fmt, cd)
         dx = (_back(_conv_input_grad(d, wm, g, xn.shape), fmt, dtype) if 0 in needs
               else None)
-        dw = (_conv_filter_grad(xn, d, g).reshape(w.shape).astype(dtype) if 1 in needs
-              else None)
+        dw = (_conv_filter_grad(xn, d, g, whole).reshape(w.shape).astype(dtype, copy=False)
+              if 1 in needs else None)
         return dx, dw
     return y, grad
 

@@ -43,12 +43,12 @@ def _max_pool(needs: Any, x: Any, fmt: str, ksize: tuple[int, int], strides: tup
     g = _Geometry("MaxPool", xn.shape[1:3], ksize, strides, (1, 1), padding, None)
     shape = (xn.shape[0], g.oh, g.ow, xn.shape[3])
     y = np.empty(shape, cd)
-    arg = np.empty(shape, np.int64)
+    arg = np.empty(shape, np.int32)          # the window tap of each maximum
     _k.max_pool(xn, y, arg, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
 
     def grad(dy: Any) -> tuple[Any]:
         dx = np.zeros(xn.shape, cd)
-        _k.max_pool_grad(_nhwc(dy, fmt, cd), arg, dx)
+        _k.max_pool_grad(_nhwc(dy, fmt, cd), arg, dx, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
         return (_back(dx, fmt, dtype),)
     return _back(y, fmt, dtype), grad
 
