@@ -25,6 +25,11 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+try:
+    import threadpoolctl as _threadpoolctl
+except ImportError:  # a dependency; without it the chunks are the many-thread size
+    _threadpoolctl = None
+
 from psrt.framework import errors as _errors
 from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
@@ -38,12 +43,39 @@ __all__ = ["atrous_conv2d", "conv1d", "conv2d", "conv2d_transpose", "convolution
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
-# im2col works on chunks of images whose patch matrix holds about this many elements
-# (1 MB in float32): the chunk is written and at once read back by the GEMM while it is in
-# the cache, where a whole batch's patch matrix (31 MB for the 5x5x16 -> 32 convolution of
-# a 100-image MNIST batch) goes out to memory and back, and BLAS still runs at full speed
-# on a GEMM of a few hundred rows. benchmarks/test_bench_convnet.py measured 1 MB best.
+# im2col works on chunks of images whose patch matrix holds about _CHUNK_ELEMENTS elements
+# (1 MB in float32) when BLAS runs one thread: the chunk is written and at once read back by
+# the GEMM while it is in the cache, where a whole batch's patch matrix (31 MB for the
+# 5x5x16 -> 32 convolution of a 100-image MNIST batch) goes out to memory and back, and BLAS
+# still runs at full speed on a GEMM of a few hundred rows. With several BLAS threads every
+# GEMM call splits over them and waits for the slowest; on a host whose cores other
+# processes share, each wait can cost a scheduler time slice, so there the chunks are
+# _BIG_CHUNK_ELEMENTS (32 MB: one GEMM per pass at MNIST's size), as few calls as possible.
+# Measured on a shared 2-core host, the MNIST conv net's five conv passes (two forward, two
+# filter gradients, one input gradient): 1 BLAS thread 136 ms in 1 MB chunks, 177 ms in
+# 32 MB ones; 2 threads 934 ms in 1 MB chunks, 280 ms in 32 MB ones.
 _CHUNK_ELEMENTS = 1 << 18
+_BIG_CHUNK_ELEMENTS = 1 << 23
+_blas: list[Any] = []   # [threadpoolctl's controllers of the loaded BLAS], found once
+
+
+def _blas_threads() -> int:
+    """The BLAS's current thread count (threadpoolctl reads it from the library; a limit
+    set at run time, e.g. by psrt/runtime/threads.py, counts); 0 when unknown."""
+    if not _blas:
+        try:
+            found = _threadpoolctl.ThreadpoolController().select(user_api="blas")
+            _blas.append(list(found.lib_controllers))
+        except Exception:   # no threadpoolctl, or a BLAS it cannot drive
+            _blas.append([])
+    return max((int(lib.num_threads) for lib in _blas[0]), default=0)
+
+
+def _chunk_elements() -> int:
+    """The im2col chunk size (elements of the patch matrix) for the BLAS's thread count."""
+    return _CHUNK_ELEMENTS if _blas_threads() == 1 else _BIG_CHUNK_ELEMENTS
+
+
 # conv2d keeps its forward's patches for the filter gradient below this many input
 # channels and patch-matrix elements (32 MB in float32): see _keeps_patches.
 _KEEP_CHANNELS = 4
@@ -219,10 +251,13 @@ class _Geometry:
         return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
                 and (self.oh, self.ow) == self.hw)
 
-    def chunks(self, n: int, k: int) -> Iterator[tuple[int, int]]:
-        """(first image, image count) chunks of ``n`` images, ``k`` patch columns."""
+    def chunks(self, n: int, k: int, elements: int | None = None
+               ) -> Iterator[tuple[int, int]]:
+        """(first image, image count) chunks of ``n`` images, ``k`` patch columns, each
+        chunk's patch matrix about ``elements`` (default :func:`_chunk_elements`)."""
         per = max(1, self.oh * self.ow * max(k, 1))
-        step = max(1, _CHUNK_ELEMENTS // per)
+        budget = _chunk_elements() if elements is None else elements
+        step = max(1, budget // per)
         for n0 in range(0, n, step):
             yield n0, min(step, n - n0)
 

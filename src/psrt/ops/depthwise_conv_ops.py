@@ -16,6 +16,7 @@ from psrt.framework import op_def_library as _lib
 from psrt.framework.tensor import Tensor
 from psrt.ops import _conv_kernels as _k
 from psrt.ops.conv_ops import (
+    _BIG_CHUNK_ELEMENTS,
     _back,
     _compute,
     _data_format,
@@ -55,7 +56,9 @@ def _depthwise(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
     w3 = w.reshape(taps, c, m)
     rows = g.oh * g.ow
     y = np.empty((n * rows, c, m), cd)
-    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+    # the depthwise GEMMs are batched over channels: their chunks keep their former size
+    # (1 MB chunks were measured for conv2d only)
+    for n0, nb in g.chunks(n, taps * c * max(m, 1), _BIG_CHUNK_ELEMENTS):
         p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
         r0 = n0 * rows
         # out[r, c, m] = sum_k patch[r, k, c] * filter[k, c, m]: one GEMM per channel
@@ -67,7 +70,7 @@ def _depthwise(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
         d = _nhwc(dy, fmt, cd).reshape(n * rows, c, m)
         dx = np.zeros(xn.shape, cd) if 0 in needs else None
         dw = np.zeros((c, taps, m), cd) if 1 in needs else None
-        for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+        for n0, nb in g.chunks(n, taps * c * max(m, 1), _BIG_CHUNK_ELEMENTS):
             r0, r1 = n0 * rows, (n0 + nb) * rows
             dc = d[r0:r1].transpose(1, 0, 2)          # [c, r, m]
             if dw is not None:
