@@ -138,18 +138,24 @@ def test_fused_op_value_and_gradient_on_arrays(name):
 
 
 @pytest.mark.parametrize("shape", [(6, 5, 4, 16), (7, 3, 5, 2), (9, 1), (5, 4, 1)])
-def test_bias_add_gradient_is_the_sum_over_the_other_axes(fresh_graph, shape):  # noqa: F811
-    # A conv layer's bias gradient: dy summed over N, H, W (float32, channels last). Two or
-    # more channels take a faster path (einsum over the [-1, C] view) that must give
-    # np.sum's float32 sums bit for bit; one channel keeps np.sum.
-    w = np.random.default_rng(3).normal(0, 100, shape).astype(np.float32)
+def test_bias_add_channels_last_value_and_gradient(fresh_graph, shape):  # noqa: F811
+    # A conv layer's bias: value + bias per channel, and the bias gradient dy summed over
+    # N, H, W (float32, channels last). Rank 3 and up add along rows of W * C values, and
+    # two or more channels sum by einsum over the [-1, C] view: both must give numpy's
+    # float32 results bit for bit (one channel keeps np.sum).
+    rng = np.random.default_rng(3)
+    w = rng.normal(0, 100, shape).astype(np.float32)
+    xv = rng.normal(0, 10, shape).astype(np.float32)
+    bv = rng.normal(0, 10, shape[-1]).astype(np.float32)
     x = psrt.placeholder(psrt.float32, [None] + list(shape[1:]))
-    b = psrt.Variable(np.zeros(shape[-1], np.float32))
-    (grad,) = psrt.gradients(psrt.reduce_sum(psrt.nn.bias_add(x, b) * w), [b])
+    b = psrt.Variable(bv)
+    y = psrt.nn.bias_add(x, b)
+    (grad,) = psrt.gradients(psrt.reduce_sum(y * w), [b])
     with psrt.Session() as sess:
         sess.run(psrt.global_variables_initializer())
-        got = sess.run(grad, {x: np.zeros(shape, np.float32)})
-    assert got.dtype == np.float32
+        got_y, got = sess.run([y, grad], {x: xv})
+    assert got_y.dtype == got.dtype == np.float32
+    np.testing.assert_array_equal(got_y, xv + bv)
     np.testing.assert_array_equal(got, w.sum(axis=tuple(range(len(shape) - 1))))
 
 
