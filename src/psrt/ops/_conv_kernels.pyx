@@ -5,8 +5,9 @@ do in one pass: im2col (the patches of a strided, dilated, padded convolution as
 one GEMM operand), col2im (its adjoint, a scatter-add), max pooling with its argmax and the
 argmax's gradient scatter, average pooling over in-bounds elements and its gradient.
 
-Every array is NHWC and C-contiguous, float32 or float64 (one fused type per call); outputs
-are allocated by the caller (numpy) and passed in, so this module needs no numpy headers.
+Every array is NHWC and C-contiguous, float32 or float64 (one fused type per call; max
+pooling's argmax int32 window taps); outputs are allocated by the caller (numpy) and passed
+in, so this module needs no numpy headers.
 Window geometry follows TF's (tensorflow/core/framework/kernel_shape_util.cc): output row
 ``oy`` reads input rows ``oy * stride - pad_before + k * dilation`` for ``k < ksize``; rows
 outside ``[0, H)`` are padding (zeros for convolutions, skipped by pooling).
@@ -28,11 +29,11 @@ ctypedef fused real:
 
 
 # The innermost loops as C++ templates (instantiated for float and double): a short run is
-# copied by a plain loop (a call to memcpy costs more than 5 floats), a long one by memcpy;
-# __restrict__ tells gcc that the runs do not overlap, so it vectorizes without run-time
-# alias checks. _max_tap is one tap of a max-pooling window over C channels, branch-free:
-# where[c] takes the tap exactly when the value is greater (as ``if v > best[c]``), by a
-# mask, the form gcc vectorizes for float32.
+# copied by a plain loop (a call to memcpy costs more than copying 5 floats, MNIST's first
+# layer's run), a long one by memcpy; __restrict__ tells gcc that the runs do not overlap,
+# so it vectorizes without run-time alias checks. psrt_max_tap is one tap of a max-pooling
+# window over C channels, branch-free: where[c] takes the tap exactly when the value is
+# greater (as ``if v > best[c]``), by a mask, the form gcc vectorizes for float32.
 cdef extern from *:
     """
     #include <cstring>
