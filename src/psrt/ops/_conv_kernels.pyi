@@ -1,5 +1,6 @@
 """Types of the compiled psrt.ops._conv_kernels (src/psrt/ops/_conv_kernels.pyx): NHWC (3-D: NDHWC),
-C-contiguous float32 or float64 arrays; outputs allocated by the caller."""
+C-contiguous float32 or float64 arrays (max pooling's argmax: int32 window taps); outputs
+allocated by the caller."""
 
 import numpy as np
 
@@ -9,7 +10,8 @@ def col2im(cols: np.ndarray, dx: np.ndarray, n0: int, kh: int, kw: int, sh: int,
            dh: int, dw: int, pt: int, pl: int, oh: int, ow: int) -> None: ...
 def max_pool(x: np.ndarray, y: np.ndarray, arg: np.ndarray, kh: int, kw: int, sh: int,
              sw: int, pt: int, pl: int) -> None: ...
-def max_pool_grad(dy: np.ndarray, arg: np.ndarray, dx: np.ndarray) -> None: ...
+def max_pool_grad(dy: np.ndarray, arg: np.ndarray, dx: np.ndarray, kh: int, kw: int, sh: int,
+                  sw: int, pt: int, pl: int) -> None: ...
 def avg_pool(x: np.ndarray, y: np.ndarray, kh: int, kw: int, sh: int, sw: int, pt: int,
              pl: int) -> None: ...
 def avg_pool_grad(dy: np.ndarray, dx: np.ndarray, kh: int, kw: int, sh: int, sw: int,

@@ -26,6 +26,11 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+try:
+    import threadpoolctl as _threadpoolctl
+except ImportError:  # a dependency; without it the chunks are the many-thread size
+    _threadpoolctl = None
+
 from psrt.framework import errors as _errors
 from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
@@ -39,10 +44,43 @@ __all__ = ["atrous_conv2d", "atrous_conv2d_transpose", "conv1d", "conv2d", "conv
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
-# im2col works on chunks of images whose patch matrix holds about this many elements
-# (32 MB in float32): big enough for BLAS to run at full speed, small enough for the cache
-# of a host running several workers.
-_CHUNK_ELEMENTS = 1 << 23
+# im2col works on chunks of images whose patch matrix holds about _CHUNK_ELEMENTS elements
+# (1 MB in float32) when BLAS runs one thread: the chunk is written and at once read back by
+# the GEMM while it is in the cache, where a whole batch's patch matrix (31 MB for the
+# 5x5x16 -> 32 convolution of a 100-image MNIST batch) goes out to memory and back, and BLAS
+# still runs at full speed on a GEMM of a few hundred rows. With several BLAS threads every
+# GEMM call splits over them and waits for the slowest; on a host whose cores other
+# processes share, each wait can cost a scheduler time slice, so there the chunks are
+# _BIG_CHUNK_ELEMENTS (32 MB: one GEMM per pass at MNIST's size), as few calls as possible.
+# Measured on a shared 2-core host, the MNIST conv net's five conv passes (two forward, two
+# filter gradients, one input gradient): 1 BLAS thread 136 ms in 1 MB chunks, 177 ms in
+# 32 MB ones; 2 threads 934 ms in 1 MB chunks, 280 ms in 32 MB ones.
+_CHUNK_ELEMENTS = 1 << 18
+_BIG_CHUNK_ELEMENTS = 1 << 23
+_blas: list[Any] = []   # [threadpoolctl's controllers of the loaded BLAS], found once
+
+
+def _blas_threads() -> int:
+    """The BLAS's current thread count (threadpoolctl reads it from the library; a limit
+    set at run time, e.g. by psrt/runtime/threads.py, counts); 0 when unknown."""
+    if not _blas:
+        try:
+            found = _threadpoolctl.ThreadpoolController().select(user_api="blas")
+            _blas.append(list(found.lib_controllers))
+        except Exception:   # no threadpoolctl, or a BLAS it cannot drive
+            _blas.append([])
+    return max((int(lib.num_threads) for lib in _blas[0]), default=0)
+
+
+def _chunk_elements() -> int:
+    """The im2col chunk size (elements of the patch matrix) for the BLAS's thread count."""
+    return _CHUNK_ELEMENTS if _blas_threads() == 1 else _BIG_CHUNK_ELEMENTS
+
+
+# conv2d keeps its forward's patches for the filter gradient below this many input
+# channels and patch-matrix elements (32 MB in float32): see _keeps_patches.
+_KEEP_CHANNELS = 4
+_KEEP_ELEMENTS = 1 << 23
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -214,10 +252,13 @@ class _Geometry:
         return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
                 and (self.oh, self.ow) == self.hw)
 
-    def chunks(self, n: int, k: int) -> Iterator[tuple[int, int]]:
-        """(first image, image count) chunks of ``n`` images, ``k`` patch columns."""
+    def chunks(self, n: int, k: int, elements: int | None = None
+               ) -> Iterator[tuple[int, int]]:
+        """(first image, image count) chunks of ``n`` images, ``k`` patch columns, each
+        chunk's patch matrix about ``elements`` (default :func:`_chunk_elements`)."""
         per = max(1, self.oh * self.ow * max(k, 1))
-        step = max(1, _CHUNK_ELEMENTS // per)
+        budget = _chunk_elements() if elements is None else elements
+        step = max(1, budget // per)
         for n0 in range(0, n, step):
             yield n0, min(step, n - n0)
 
@@ -234,32 +275,67 @@ def _patches(x: np.ndarray, g: _Geometry, n0: int, nb: int, buf: np.ndarray | No
     return out
 
 
-def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry) -> np.ndarray:
-    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``."""
+def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry,
+                  whole: np.ndarray | None = None) -> np.ndarray:
+    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``. With
+    ``whole`` (``[N * oh * ow, K]``, see :func:`_keeps_patches`), each chunk's patches are
+    written into their rows of it, for the filter gradient to read back."""
     n = x.shape[0]
     y = np.empty((n, g.oh, g.ow, wm.shape[1]), x.dtype)
     y2 = y.reshape(-1, wm.shape[1])
     buf = None
     for n0, nb in g.chunks(n, wm.shape[0]):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+        if whole is not None:
+            cols = whole[r0:r1]
+            _k.im2col(x, cols, n0, *g.args())
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
         np.matmul(cols, wm, out=y2[r0:r1])
     return y
 
 
-def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry) -> np.ndarray:
-    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``."""
+def _keeps_patches(x: np.ndarray, g: _Geometry, needs: Any) -> np.ndarray | None:
+    """An empty ``[N * oh * ow, K]`` patch matrix when conv2d's forward should keep its
+    patches for the filter gradient (asked in a gradient run, not ``ALL``'s plain
+    evaluation), else None. That pays where rebuilding them costs more than reading them
+    back: an input of few channels, whose im2col copies runs of only ``kw * C`` values
+    (MNIST's first layer, C = 1: 3.3 ms for its filter gradient instead of 7.6 ms at batch
+    100), and whose patch matrix stays small; deeper layers' im2col is cheap beside their
+    GEMM, and their patch matrix large (31 MB for the second layer: reading it back from
+    memory was slower than rebuilding it chunk by chunk in the cache)."""
+    k = g.kh * g.kw * x.shape[3]
+    rows = x.shape[0] * g.oh * g.ow
+    if (needs is _lib.ALL or 1 not in needs or g.pointwise()
+            or x.shape[3] >= _KEEP_CHANNELS or rows * k > _KEEP_ELEMENTS):
+        return None
+    return np.empty((rows, k), x.dtype)
+
+
+def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry,
+                      whole: np.ndarray | None = None) -> np.ndarray:
+    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``, summed
+    over the chunks of images in order; the patches are ``whole``'s rows when given (the
+    forward's), else rebuilt chunk by chunk."""
     o = dy.shape[3]
     k = g.kh * g.kw * x.shape[3]
     dw = np.zeros((k, o), x.dtype)
+    part = np.empty((k, o), x.dtype)
     dy2 = dy.reshape(-1, o)
     buf = None
     for n0, nb in g.chunks(x.shape[0], k):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        dw += cols.T @ dy2[r0:r1]
+        if whole is not None:
+            cols = whole[r0:r1]
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
+        if n0 == 0:
+            np.matmul(cols.T, dy2[r0:r1], out=dw)
+        else:
+            np.matmul(cols.T, dy2[r0:r1], out=part)
+            dw += part
     return dw
 
 
@@ -298,14 +374,15 @@ def _conv2d(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
             f"depth {w.shape[2]} (filter shape {list(w.shape)})")
     g = _Geometry(op, xn.shape[1:3], w.shape[:2], strides, dilations, padding, pads)
     wm = w.reshape(-1, w.shape[3])
-    y = _back(_conv_forward(xn, wm, g), fmt, dtype)
+    whole = _keeps_patches(xn, g, needs)
+    y = _back(_conv_forward(xn, wm, g, whole), fmt, dtype)
 
     def grad(dy: Any) -> tuple[Any, Any]:
         d = _nhwc(dy, fmt, cd)
         dx = (_back(_conv_input_grad(d, wm, g, xn.shape), fmt, dtype) if 0 in needs
               else None)
-        dw = (_conv_filter_grad(xn, d, g).reshape(w.shape).astype(dtype) if 1 in needs
-              else None)
+        dw = (_conv_filter_grad(xn, d, g, whole).reshape(w.shape).astype(dtype, copy=False)
+              if 1 in needs else None)
         return dx, dw
     return y, grad
 

@@ -19,6 +19,7 @@ from psrt.framework.tensor import Tensor
 from psrt.ops import _conv_kernels as _k
 from psrt.ops.conv_backprop_ops import _sizes
 from psrt.ops.conv_ops import (
+    _BIG_CHUNK_ELEMENTS,
     _back,
     _compute,
     _data_format,
@@ -59,7 +60,7 @@ def _dw_forward(xn: np.ndarray, w: np.ndarray, g: _Geometry) -> np.ndarray:
     taps, rows = g.kh * g.kw, g.oh * g.ow
     w3 = w.reshape(taps, c, m)
     y = np.empty((n * rows, c, m), xn.dtype)
-    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+    for n0, nb in g.chunks(n, taps * c * max(m, 1), _BIG_CHUNK_ELEMENTS):
         p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
         r0 = n0 * rows
         # out[r, c, m] = sum_k patch[r, k, c] * filter[k, c, m]: one GEMM per channel
@@ -75,7 +76,7 @@ def _dw_filter_grad(xn: np.ndarray, d: np.ndarray, g: _Geometry, m: int) -> np.n
     taps, rows = g.kh * g.kw, g.oh * g.ow
     d3 = d.reshape(n * rows, c, m)
     dw = np.zeros((c, taps, m), xn.dtype)
-    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+    for n0, nb in g.chunks(n, taps * c * max(m, 1), _BIG_CHUNK_ELEMENTS):
         r0, r1 = n0 * rows, (n0 + nb) * rows
         p = _patches(xn, g, n0, nb, None).reshape(-1, taps, c)
         dw += np.matmul(p.transpose(2, 1, 0), d3[r0:r1].transpose(1, 0, 2))   # [c, k, m]
@@ -91,7 +92,7 @@ def _dw_input_grad(d: np.ndarray, w: np.ndarray, g: _Geometry,
     w3 = w.reshape(taps, c, m)
     d3 = d.reshape(n * rows, c, m)
     dx = np.zeros(x_shape, d.dtype)
-    for n0, nb in g.chunks(n, taps * c * max(m, 1)):
+    for n0, nb in g.chunks(n, taps * c * max(m, 1), _BIG_CHUNK_ELEMENTS):
         r0, r1 = n0 * rows, (n0 + nb) * rows
         dp = np.matmul(d3[r0:r1].transpose(1, 0, 2), w3.transpose(1, 2, 0))   # [c, r, k]
         cols = np.ascontiguousarray(dp.transpose(1, 2, 0)).reshape(r1 - r0, taps * c)

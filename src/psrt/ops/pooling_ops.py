@@ -47,12 +47,12 @@ def _max_pool(needs: Any, x: Any, fmt: str, ksize: tuple[int, int], strides: tup
     g = _Geometry("MaxPool", xn.shape[1:3], ksize, strides, (1, 1), padding, None)
     shape = (xn.shape[0], g.oh, g.ow, xn.shape[3])
     y = np.empty(shape, cd)
-    arg = np.empty(shape, np.int64)
+    arg = np.empty(shape, np.int32)          # the window tap of each maximum
     _k.max_pool(xn, y, arg, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
 
     def grad(dy: Any) -> tuple[Any]:
         dx = np.zeros(xn.shape, cd)
-        _k.max_pool_grad(_nhwc(dy, fmt, cd), arg, dx)
+        _k.max_pool_grad(_nhwc(dy, fmt, cd), arg, dx, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
         return (_back(dx, fmt, dtype),)
     return _back(y, fmt, dtype), grad
 
@@ -149,11 +149,14 @@ def _argmax(needs: Any, x: Any, ksize: tuple[int, int], strides: tuple[int, int]
     g = _Geometry("MaxPoolWithArgmax", (h, w), ksize, strides, (1, 1), padding, None)
     shape = (n, g.oh, g.ow, c)
     y = np.empty(shape, xn.dtype)
-    arg = np.empty(shape, np.int64)
-    _k.max_pool(xn, y, arg, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
+    tap = np.empty(shape, np.int32)          # the window tap ky * kw + kx of each maximum
+    _k.max_pool(xn, y, tap, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl)
+    ky, kx = np.divmod(tap.astype(np.int64), g.kw)
+    iy = ky + (np.arange(g.oh, dtype=np.int64) * g.sh - g.pt).reshape(1, -1, 1, 1)
+    ix = kx + (np.arange(g.ow, dtype=np.int64) * g.sw - g.pl).reshape(1, 1, -1, 1)
     # TF's flattened index of [b, y, x, c]: (y * width + x) * channels + c, plus
     # b * height * width * channels with include_batch_in_index
-    idx = arg * c + np.arange(c, dtype=np.int64)
+    idx = (iy * w + ix) * c + np.arange(c, dtype=np.int64)
     if include_batch:
         idx += (np.arange(n, dtype=np.int64) * (h * w * c)).reshape(n, 1, 1, 1)
     return idx.astype(out_dtype), lambda dy: (None,)
