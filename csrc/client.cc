@@ -397,7 +397,10 @@ Status Client::Run(std::vector<Call>* calls, double timeout_s) {
 }
 
 void Client::FinishAwaiting(Call* c) const {
-  if (!c->status.ok() || !(c->flags2_out & kFlag2Awaiting) || c->op == Op::kIsInitialized)
+  // A REGISTER reply's AWAITING only says the variable holds no value yet (the chief's INIT or
+  // a copy gives it one); IS_INITIALIZED answers "no" with it. Other reads got no value.
+  if (!c->status.ok() || !(c->flags2_out & kFlag2Awaiting) || c->op == Op::kIsInitialized ||
+      c->op == Op::kRegister)
     return;
   const std::string name = c->handle >= 0 && c->handle < num_vars()
                                ? vars_[c->handle].spec.name

@@ -57,7 +57,14 @@ Status Connection::Discard(uint64_t n) {
 }
 
 bool Connection::Reply(const Header& req, const Status& st, int64_t step, uint8_t flags,
-                       uint32_t var_id, const void* payload, size_t len, uint32_t count) {
+                       uint32_t var_id, const void* payload, size_t len, uint32_t count,
+                       uint8_t flags2) {
+  if (mark_pending) {
+    // Still inside the variable's replication section (Dispatch holds it until the handler
+    // returns): a snapshot that sees this request's effect sees its mark too.
+    if (st.ok()) server->repl.Complete(client_id, req.request_id);
+    mark_pending = false;
+  }
   Header h;
   h.op = req.op;
   h.flags = static_cast<uint8_t>(kFlagReply | flags);
@@ -65,6 +72,7 @@ bool Connection::Reply(const Header& req, const Status& st, int64_t step, uint8_
   h.var_id = var_id;
   h.dtype = req.dtype;
   h.slot = req.slot;
+  h.flags2 = flags2;
   h.status = static_cast<uint8_t>(st.code());
   h.step = step;
   h.count = count;

@@ -42,9 +42,10 @@ struct Connection {
   void Serve();
   // Sends the reply to `req`: its op, request id, dtype and slot echoed; a non-OK status
   // carries its message as the payload instead of `payload`. False when the write failed.
+  // An OK reply to a SEQUENCED request (mark_pending) first completes its mark (replication.h).
   bool Reply(const Header& req, const Status& st, int64_t step = 0, uint8_t flags = 0,
              uint32_t var_id = 0, const void* payload = nullptr, size_t len = 0,
-             uint32_t count = 0);
+             uint32_t count = 0, uint8_t flags2 = 0);
   // Reads `n` payload bytes through the budget in chunks of at most chunk_bytes (whole
   // elements of `elem` bytes) and calls use(chunk, byte offset, length) for each. False when
   // the connection must close (the server stops, the peer vanished or stalled mid-frame).
@@ -74,6 +75,8 @@ struct Connection {
   std::chrono::steady_clock::time_point last_frame = accepted_at;
   std::string job;
   int task = -1;
+  uint64_t client_id = 0;           // its HELLO's client id (version 7; 0: none)
+  bool mark_pending = false;        // the request served is SEQUENCED and not a duplicate
   SyncSession sync;                 // its place in synchronous training
   std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory

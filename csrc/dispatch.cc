@@ -7,6 +7,7 @@
 #include "connection.h"
 #include "handlers.h"
 #include "net.h"
+#include "replication.h"
 #include "server_impl.h"
 
 namespace psrt {
@@ -16,7 +17,8 @@ std::string OpName(uint8_t op) {
                                 "PUSH", "ASSIGN",     "ASSIGN_ADD",     "STEP_READ",
                                 "STEP_INCREMENT", "IS_INITIALIZED", "LIST", "PING",
                                 "WORKER_DONE", "AUTH", "TABLE_EXPORT", "TABLE_IMPORT",
-                                "TABLE_EVICT", "CLUSTER_INFO"};
+                                "TABLE_EVICT", "CLUSTER_INFO", "REPLICA_READ",
+                                "REPLICA_INSTALL"};
   static_assert(sizeof names / sizeof names[0] == kMaxOp + 1, "a name for every op");
   return op <= kMaxOp ? names[op] : "op " + std::to_string(op);
 }
@@ -130,6 +132,8 @@ Status VariableBound(ServerImpl& s, const Header& h, Variable** out, PayloadBoun
     b->bytes = var->nbytes;
   } else if (op == Op::kTableImport) {
     b->bytes = uint64_t{h.count} * var->table->record_bytes();
+  } else if (op == Op::kReplicaInstall) {
+    *b = {s.options.max_payload, false};  // a ReplicaState, checked in full once read
   } else if (op == Op::kTableEvict &&
              !(h.arg0 >= 0 && h.arg0 <= 9e18 && h.arg1 >= 0 && h.arg1 <= 9e18)) {
     return InvalidArgument("TABLE_EVICT of '" + var->spec.name + "': thresholds " +
@@ -164,6 +168,8 @@ constexpr OpEntry kOps[] = {
     {Op::kTableImport, VariableBound, HandleTableImport},
     {Op::kTableEvict, VariableBound, HandleTableEvict},
     {Op::kClusterInfo, NoPayload, HandleClusterInfo},
+    {Op::kReplicaRead, VariableBound, HandleReplicaRead},
+    {Op::kReplicaInstall, VariableBound, HandleReplicaInstall},
 };
 static_assert(sizeof kOps / sizeof kOps[0] == kMaxOp, "an entry for every op");
 
@@ -198,6 +204,7 @@ bool Dispatch(ServerImpl& s, Connection* conn, const Header& h) {
     st = InvalidArgument("flags " + std::string(buf) + " are not valid for " + OpName(h.op) +
                          " (docs/protocol.md, Flags)");
   }
+  if (st.ok() && h.flags2 != 0) st = CheckFlags2(s, conn, h);
   if (st.ok() && sparse && h.slot == kOptimizerStateSlot)
     st = InvalidArgument("the optimizer state (slot 255) has no rows: a sparse " + OpName(h.op) +
                          " cannot address it");
@@ -240,10 +247,22 @@ bool Dispatch(ServerImpl& s, Connection* conn, const Header& h) {
     if (!conn->Discard(h.payload_len).ok()) return false;
     return conn->Reply(h, st);
   }
+  // Version 7, replication (handlers_replica.cc): with it off and no flags2, nothing is
+  // taken here. On: a mutation holds the variable's section until its handler returns.
+  SharedSection section;
+  const bool replica_rules = var != nullptr && (s.repl.enabled() || h.flags2 != 0);
+  if (replica_rules) {
+    bool done = false;
+    const bool keep = ReplicaPrologue(s, conn, h, var, &section, &done);
+    if (done) return keep;
+  }
   if (streamed) {
-    if (op == Op::kPush) return StreamPush(s, conn, h, var);
-    if (op == Op::kAssign) return StreamAssign(s, conn, h, var);
-    return StreamRegister(s, conn, h);
+    bool keep;
+    if (op == Op::kPush) keep = StreamPush(s, conn, h, var);
+    else if (op == Op::kAssign) keep = StreamAssign(s, conn, h, var);
+    else keep = StreamRegister(s, conn, h);
+    if (replica_rules) ReplicaEpilogue(s, conn, var);
+    return keep;
   }
 
   // 2. Read the whole payload before touching any variable: a truncated frame never
@@ -280,7 +299,9 @@ bool Dispatch(ServerImpl& s, Connection* conn, const Header& h) {
 
   // 3. Apply (the budget lease above is given back once the handler returns).
   const bool initialized = var && var->initialized.load(std::memory_order_acquire);
-  return entry.handle(s, conn, Request{h, var, p, sparse, initialized});
+  const bool keep = entry.handle(s, conn, Request{h, var, p, sparse, initialized});
+  if (replica_rules) ReplicaEpilogue(s, conn, var);
+  return keep;
 }
 
 }  // namespace psrt

@@ -8,6 +8,8 @@
 //   handlers_step.cc      STEP_READ, STEP_INCREMENT
 //   handlers_table.cc     TABLE_EXPORT, TABLE_IMPORT, TABLE_EVICT and a table's row PULL
 //   handlers_stream.cc    PUSH, ASSIGN and REGISTER frames streamed chunk by chunk
+//   handlers_replica.cc   REPLICA_READ, REPLICA_INSTALL and the replication rules (flags2,
+//                         sections, awaiting variables, SEQUENCED duplicates) of version 7
 //
 // Every function here runs on the connection's own thread, answers with conn->Reply and
 // returns false when the connection must close (the reply could not be written, or the
@@ -26,6 +28,8 @@ namespace psrt {
 struct Connection;
 struct ServerImpl;
 struct Variable;
+struct VarSpec;
+class SharedSection;
 
 // "PULL", "TABLE_EXPORT", ...: an op code's name in messages ("op N" past the last).
 std::string OpName(uint8_t op);
@@ -81,5 +85,26 @@ bool PullTableRows(ServerImpl& s, Connection* conn, const Header& h, Variable* v
 bool StreamPush(ServerImpl& s, Connection* conn, const Header& h, Variable* var);
 bool StreamAssign(ServerImpl& s, Connection* conn, const Header& h, Variable* var);
 bool StreamRegister(ServerImpl& s, Connection* conn, const Header& h);
+
+// Replication (handlers_replica.cc; replication.h).
+// The ops the SEQUENCED flag may mark: REGISTER with INIT, PUSH, ASSIGN, ASSIGN_ADD,
+// STEP_INCREMENT, TABLE_IMPORT, TABLE_EVICT.
+bool IsMutation(const Header& h);
+// A frame's flags2 against its op and connection (the header check allowed the bits).
+Status CheckFlags2(ServerImpl& s, const Connection* conn, const Header& h);
+// Before a checked frame to var is read (replication on, or flags2 set): a read of an
+// awaiting variable is answered AWAITING; a mutation waits for the variable's copy, then enters
+// its section (held by *section until the caller drops it); a SEQUENCED duplicate is answered
+// DUPLICATE. *done: answered here (the payload discarded); the result is then Dispatch's.
+bool ReplicaPrologue(ServerImpl& s, Connection* conn, const Header& h, Variable* var,
+                     SharedSection* section, bool* done);
+// After the handler: no mark pending; a variable that got a value ends awaiting.
+void ReplicaEpilogue(ServerImpl& s, Connection* conn, Variable* var);
+// REGISTER on a replicating ps task or with flags2: a new variable without INIT awaits a copy;
+// STALE makes an existing one await again; INIT is applied in the section, once.
+bool RegisterReplicated(ServerImpl& s, Connection* conn, const Header& h, const VarSpec& spec,
+                        const void* init, bool run_init);
+bool HandleReplicaRead(ServerImpl& s, Connection* conn, const Request& r);
+bool HandleReplicaInstall(ServerImpl& s, Connection* conn, const Request& r);
 
 }  // namespace psrt

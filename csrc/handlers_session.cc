@@ -95,6 +95,7 @@ bool HandleHello(ServerImpl& s, Connection* conn, const Request& r) {
   conn->job = hello.job;
   conn->task = static_cast<int>(h.var_id);
   conn->channel = h.count;
+  conn->client_id = hello.client_id;
   conn->hello_done = true;
   const std::string& me = s.options.job;
   if (!s.options.secret.empty()) {

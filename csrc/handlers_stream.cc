@@ -8,6 +8,7 @@
 #include "connection.h"
 #include "handlers.h"
 #include "net.h"
+#include "replication.h"
 #include "server_impl.h"
 
 namespace psrt {
@@ -154,6 +155,19 @@ bool StreamRegister(ServerImpl& s, Connection* conn, const Header& h) {
     if (!conn->Discard(h.payload_len - head).ok()) return false;
     return conn->Reply(h, st);
   }
+  // Replication (handlers_replica.cc): the value is written in the variable's section, once.
+  SharedSection section;
+  const bool replica_rules = s.repl.enabled() || h.flags2 != 0;
+  if (replica_rules) {
+    if (s.repl.enabled()) section.Enter(&var->repl);
+    if ((h.flags2 & kFlag2Sequenced) &&
+        s.repl.IsDuplicate(conn->client_id, h.request_id, var->repl)) {
+      if (!conn->Discard(h.payload_len - head).ok()) return false;
+      return conn->Reply(h, Status::Ok(), 0, var->initialized.load() ? kFlagInitialized : 0,
+                         var->id, nullptr, 0, 0, kFlag2Duplicate);
+    }
+    conn->mark_pending = (h.flags2 & kFlag2Sequenced) != 0;
+  }
   // What the spec prefix already holds of the value, then the rest in chunks.
   const size_t have = r.remaining();
   (void)s.store.AssignRange(var, 0, r.cursor(), 0, have);
@@ -165,7 +179,9 @@ bool StreamRegister(ServerImpl& s, Connection* conn, const Header& h) {
     return false;
   s.store.FinishInit(var);
   s.sync.ModelWritten(&conn->sync);
-  return conn->Reply(h, Status::Ok(), 0, kFlagInitialized, var->id);
+  const bool ok = conn->Reply(h, Status::Ok(), 0, kFlagInitialized, var->id);
+  if (replica_rules) ReplicaEpilogue(s, conn, var);
+  return ok;
 }
 
 }  // namespace psrt

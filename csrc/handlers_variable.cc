@@ -36,6 +36,8 @@ bool HandleRegister(ServerImpl& s, Connection* conn, const Request& r) {
     st = InvalidArgument("register '" + spec.name + "': " + std::to_string(rd.remaining()) +
                          " unexpected bytes after the spec");
   }
+  if (st.ok() && (s.repl.enabled() || h.flags2 != 0))
+    return RegisterReplicated(s, conn, h, spec, init, run_init);  // handlers_replica.cc
   Variable* var = nullptr;
   if (st.ok()) st = s.store.Register(spec, init, &var);
   if (!st.ok()) return conn->Reply(h, st);

@@ -423,12 +423,12 @@ void RegisterClient(py::module_& m) {
       .def("table_evict", &PyClient::table_evict, py::arg("handle"), py::arg("unseen"),
            py::arg("min_count"))
       .def("cluster_info", &PyClient::cluster_info, py::arg("shard"))
+      .def("replica_read", &PyClient::replica_read, py::arg("shard"), py::arg("var_id"))
       .def("ping", &PyClient::ping, py::arg("shards"))
       .def("worker_done", &PyClient::worker_done, py::arg("job"), py::arg("task"))
       .def("set_replicas", &PyClient::set_replicas, py::arg("shard"), py::arg("replicas"))
       .def("replica_status", &PyClient::replica_status)
       .def("failovers", &PyClient::failovers)
-      .def("replica_read", &PyClient::replica_read, py::arg("shard"), py::arg("var_id"))
       .def("close", &PyClient::close);
 }
 

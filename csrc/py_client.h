@@ -38,6 +38,9 @@ class PyClient {
   void ping(const std::vector<int>& shards);
   void worker_done(const std::string& job, int task);
   py::bytes cluster_info(int shard);
+  // REPLICA_READ (version 7): the ReplicaState of variable var_id (list_variables' id) on
+  // shard, raw, for a ps task's copier (Server.replica_install).
+  py::bytes replica_read(int shard, uint32_t var_id);
   void close();
 
   // ---- The requests of a training step (py_client_train.cc) ----
@@ -84,8 +87,6 @@ class PyClient {
   std::vector<std::pair<int, std::string>> replica_status();
   uint64_t failovers() const { return client_.failovers(); }
   uint64_t client_id() const { return client_.client_id(); }
-  // The raw ReplicaState record of variable var_id on physical shard `shard` (the copier's).
-  py::bytes replica_read(int shard, uint32_t var_id);
 
   int num_shards() const { return client_.num_shards(); }
   // Lock-free: read by a progress thread while another thread is inside a call.

@@ -66,6 +66,24 @@ class PyServer {
     for (const auto& [job, digest, tasks] : jobs) js.push_back({job, digest, tasks});
     server_->SetClusterJobs(js);
   }
+  // Replication (version 7, replication.h).
+  void set_replication(bool on) { server_->SetReplication(on); }
+  bool replication() const { return server_->replication(); }
+  double replica_wait_s() const { return server_->replica_wait_s(); }
+  void set_replica_wait_s(double s) { Check(server_->SetReplicaWaitSeconds(s)); }
+  std::vector<std::string> awaiting_variables() const { return server_->AwaitingVariables(); }
+  std::vector<std::pair<uint64_t, uint64_t>> marks() const { return server_->Marks(); }
+  void replica_install(const std::string& name, const py::bytes& state) {
+    // The bytes object stays alive (the caller holds it) while the GIL is released.
+    char* data = nullptr;
+    py::ssize_t len = 0;
+    if (PYBIND11_BYTES_AS_STRING_AND_SIZE(state.ptr(), &data, &len) != 0)
+      throw py::error_already_set();
+    Check(WithoutGil([&] {
+      return server_->ReplicaInstall(name, reinterpret_cast<const uint8_t*>(data),
+                                     static_cast<size_t>(len));
+    }));
+  }
 
  private:
   std::unique_ptr<Server> server_;
@@ -98,7 +116,13 @@ void RegisterServer(py::module_& m) {
       .def("peak_inflight_bytes", &PyServer::peak_inflight_bytes)
       .def("reserved_bytes", &PyServer::reserved_bytes)
       .def("set_cluster_def", &PyServer::set_cluster_def, py::arg("cluster_def"))
-      .def("set_cluster_jobs", &PyServer::set_cluster_jobs, py::arg("jobs"));
+      .def("set_cluster_jobs", &PyServer::set_cluster_jobs, py::arg("jobs"))
+      .def("set_replication", &PyServer::set_replication, py::arg("on"))
+      .def_property_readonly("replication", &PyServer::replication)
+      .def_property("replica_wait_s", &PyServer::replica_wait_s, &PyServer::set_replica_wait_s)
+      .def("awaiting_variables", &PyServer::awaiting_variables)
+      .def("marks", &PyServer::marks)
+      .def("replica_install", &PyServer::replica_install, py::arg("name"), py::arg("state"));
 }
 
 }  // namespace psrt

@@ -1,5 +1,5 @@
 // Server's public methods over ServerImpl: Create (options normalized, the port bound, the
-// accept thread started), Stop, Wait and the accessors.
+// accept thread started), Stop, Wait, the accessors and the replication controls.
 #include "server_impl.h"
 
 #include <algorithm>
@@ -42,6 +42,7 @@ Status Server::Create(const ServerOptions& options, std::unique_ptr<Server>* out
                                              m->options.chunk_bytes));
   m->budget.Init(m->options.max_inflight_bytes, m->options.chunk_bytes);
   m->store.SetMemoryLimit(m->options.memory_limit_bytes);
+  m->repl.SetEnabled(m->options.replication, &m->store);
   PSRT_RETURN_IF_ERROR(m->acceptor.Listen(options.host, options.port));
   std::random_device rd;
   m->incarnation = static_cast<int64_t>(
@@ -103,5 +104,22 @@ uint64_t Server::ReservedBytes() const { return impl_->store.memory().reserved()
 int Server::NumConnections() const { return impl_->acceptor.NumOpen(); }
 
 std::vector<std::string> Server::TakeEvents() { return impl_->events.Take(); }
+
+void Server::SetReplication(bool on) { impl_->repl.SetEnabled(on, &impl_->store); }
+bool Server::replication() const { return impl_->repl.enabled(); }
+Status Server::SetReplicaWaitSeconds(double s) { return impl_->repl.SetWaitSeconds(s); }
+double Server::replica_wait_s() const { return impl_->repl.wait_seconds(); }
+
+std::vector<std::string> Server::AwaitingVariables() const {
+  return impl_->repl.AwaitingNames(impl_->store);
+}
+
+Status Server::ReplicaInstall(const std::string& name, const uint8_t* state, size_t n) {
+  Variable* var = nullptr;
+  PSRT_RETURN_IF_ERROR(impl_->store.FindByName(name, &var));
+  return impl_->repl.Install(var, state, n);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Server::Marks() const { return impl_->repl.Marks(); }
 
 }  // namespace psrt

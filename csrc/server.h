@@ -77,6 +77,10 @@ struct ServerOptions {
   double auth_failures_per_s = 1.0;
   double auth_failure_burst = 10.0;
   double auth_summary_s = 10.0;
+  // Version 7: ps replication (replication.h, docs/protocol.md "Replication"): mutations hold
+  // their variable's replication section, new variables registered without a value await a
+  // copy, and REPLICA_READ / REPLICA_INSTALL are served. Off: none of it, no lock taken.
+  bool replication = false;
 };
 
 class Server {
@@ -113,6 +117,22 @@ class Server {
   // or idle connections closed) since the last call, oldest first; at most kMaxEvents kept.
   std::vector<std::string> TakeEvents();
   static constexpr size_t kMaxEvents = 1000;
+
+  // ---- Replication (version 7; replication.h) ----------------------------------------------
+  // On before serving (options.replication); off ends every awaiting state.
+  void SetReplication(bool on);
+  bool replication() const;
+  // Seconds a mutation of an awaiting variable waits for its copy (default 30); InvalidArgument
+  // outside 0..3600.
+  Status SetReplicaWaitSeconds(double s);
+  double replica_wait_s() const;
+  // Names of the variables awaiting a copy, in id order.
+  std::vector<std::string> AwaitingVariables() const;
+  // REPLICA_INSTALL of a ReplicaState (REPLICA_READ's reply) into the variable `name`, in
+  // process: NotFound naming it; else as the op (replication.h, Replication::Install).
+  Status ReplicaInstall(const std::string& name, const uint8_t* state, size_t n);
+  // The marks: (client id, highest SEQUENCED request id completed), sorted by client id.
+  std::vector<std::pair<uint64_t, uint64_t>> Marks() const;
 
  private:
   explicit Server(const ServerOptions& options);

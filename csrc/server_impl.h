@@ -5,7 +5,7 @@
 //
 // Locks: `options` is fixed once Server::Create returns, except options.cluster_def
 // (cluster_mu). store, budget, sync, events, heartbeats and acceptor lock themselves (see
-// their headers). stopped_mu guards the stopped condition; stop_mu serializes Stop. None of
+// their headers), as does repl (replication.h). stopped_mu guards the stopped condition; stop_mu serializes Stop. None of
 // these is held while another is taken, except sync's, held while it asks the store
 // (sync_lifecycle.h).
 #pragma once
@@ -21,6 +21,7 @@
 #include "budget.h"
 #include "events.h"
 #include "heartbeats.h"
+#include "replication.h"
 #include "server.h"
 #include "store.h"
 #include "sync_lifecycle.h"
@@ -38,6 +39,7 @@ struct ServerImpl {
   std::atomic<bool> stopping{false};  // set first by Stop; every loop and wait polls it
   std::atomic<bool> stopped{false};
   SyncLifecycle sync;
+  Replication repl;                // version 7: marks, awaiting variables, ReplicaState
   EventLog events{Server::kMaxEvents};
   Heartbeats heartbeats;
   AuthThrottle auth_throttle;      // failed authentications per peer address

@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "memory_account.h"
+#include "replication.h"
 #include "status.h"
 #include "table.h"
 #include "wire.h"
@@ -99,6 +100,7 @@ struct Variable {
   SyncState sync;                 // used when spec.replicas_to_aggregate > 0
   std::unique_ptr<HashTable> table;  // spec.table: the rows (value and slots stay empty)
   uint64_t reserved_bytes = 0;    // held in the store's MemoryAccount for value, slots, sum
+  VarReplication repl;            // ps replication (replication.h): section, awaiting, marks
 
   bool is_sync() const { return spec.replicas_to_aggregate > 0; }
   bool is_step_counter() const {
@@ -117,11 +119,15 @@ class VariableStore {
   // Declares a variable (or finds the one with that name). A name that exists with another
   // dtype, shape or optimizer is InvalidArgument naming both declarations. When `init` is
   // non-null (spec.NumElements() values of spec.dtype), the value is assigned, the slots are
-  // set to spec.slot_init and the variable becomes initialized.
-  Status Register(const VarSpec& spec, const void* init, Variable** out);
+  // set to spec.slot_init and the variable becomes initialized. *created (when given) says
+  // whether this call created the variable.
+  Status Register(const VarSpec& spec, const void* init, Variable** out,
+                  bool* created = nullptr);
 
   // Lock-free lookup; NotFound naming the id when absent.
   Status Find(uint32_t id, Variable** out) const;
+  // Lookup by name (takes registry_mu_); NotFound naming it when absent.
+  Status FindByName(const std::string& name, Variable** out) const;
 
   // Applies the variable's optimizer to a dense gradient of var->nbytes bytes.
   Status ApplyDense(Variable* var, const void* grad, double lr, bool has_lr);
@@ -227,6 +233,10 @@ class VariableStore {
   // its step. Either all of it is added or, out of memory (ResourceExhausted), nothing changes.
   static Status SumRows(const Variable* var, const int64_t* indices, size_t n, const void* rows,
                         uint32_t this_grad, RowSum* sum);
+  // FailedPrecondition unless var has an optimizer and is initialized.
+  static Status CheckTrainable(const Variable* var);
+  // InvalidArgument unless var is an int64 scalar; FailedPrecondition when uninitialized.
+  static Status CheckStepVariable(const Variable* var);
   // ApplySparse; `known_unique`: the caller guarantees no index repeats.
   Status ApplyRows(Variable* var, const int64_t* indices, size_t n, const void* rows, double lr,
                    bool has_lr, bool known_unique);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "initializers.h"
@@ -338,6 +339,81 @@ size_t HashTable::Evict(uint64_t unseen, uint64_t min_count) {
     ++evicted;
   }
   return evicted;
+}
+
+Status HashTable::Snapshot(uint64_t max_bytes, std::vector<uint8_t>* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const size_t t = pos_.size();
+  const uint64_t bytes = 16 + uint64_t{t} * snapshot_row_bytes();
+  if (bytes > max_bytes)
+    return Status(Code::kResourceExhausted,
+                  "table '" + spec_.name + "': its " + std::to_string(t) + " rows take " +
+                      std::to_string(bytes) + " bytes, more than the " +
+                      std::to_string(max_bytes) + " bytes left for them (max_payload)");
+  const size_t at = out->size();
+  try {
+    out->resize(at + static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kResourceExhausted, "out of memory copying the " + std::to_string(t) +
+                                                " rows of table '" + spec_.name + "'");
+  }
+  uint8_t* w = out->data() + at;
+  const uint64_t n = t;
+  std::memcpy(w, &clock_, 8);
+  std::memcpy(w + 8, &n, 8);
+  w += 16;
+  // Column blocks in arena order; a position's block index is its rank among live rows.
+  size_t j = 0;
+  for (size_t p = 0; p < high_; ++p) {
+    if (!live_[p]) continue;
+    std::memcpy(w + j * 8, &ids_[p], 8);
+    std::memcpy(w + (t + j) * 8, &counts_[p], 8);
+    std::memcpy(w + (2 * t + j) * 8, &seen_[p], 8);
+    for (int c = 0; c < 1 + num_slots_; ++c)
+      std::memcpy(w + 24 * t + (c * t + j) * row_bytes_, arenas_[c]->data + p * row_bytes_,
+                  row_bytes_);
+    ++j;
+  }
+  return Status::Ok();
+}
+
+Status HashTable::Restore(uint64_t clock, size_t n, const uint8_t* cols) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (spec_.max_rows != 0 && n > spec_.max_rows)
+    return Status(Code::kResourceExhausted,
+                  "a copy of " + std::to_string(n) + " rows exceeds the limit of table '" +
+                      spec_.name + "' of " + std::to_string(spec_.max_rows) +
+                      " rows (max_rows); the table was left as it was");
+  // Everything that can fail first: room for n rows, the new id map.
+  PSRT_RETURN_IF_ERROR(Reserve(n));
+  std::unordered_map<int64_t, size_t> fresh;
+  try {
+    fresh.reserve(n);
+    for (size_t j = 0; j < n; ++j) {
+      int64_t id;
+      std::memcpy(&id, cols + j * 8, 8);
+      fresh.emplace(id, j);
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kResourceExhausted, "out of memory indexing a copy of " +
+                                                std::to_string(n) + " rows of table '" +
+                                                spec_.name + "'; the table was left as it was");
+  }
+  pos_.swap(fresh);
+  free_.clear();
+  std::fill(live_.begin(), live_.end(), 0);
+  for (size_t j = 0; j < n; ++j) {
+    std::memcpy(&ids_[j], cols + j * 8, 8);
+    std::memcpy(&counts_[j], cols + (n + j) * 8, 8);
+    std::memcpy(&seen_[j], cols + (2 * n + j) * 8, 8);
+    live_[j] = 1;
+  }
+  const uint8_t* blocks = cols + 24 * n;
+  for (int c = 0; c < 1 + num_slots_ && n > 0; ++c)
+    std::memcpy(arenas_[c]->data, blocks + c * n * row_bytes_, n * row_bytes_);
+  high_ = n;
+  clock_ = clock;
+  return Status::Ok();
 }
 
 void HashTable::Clear() {

@@ -80,6 +80,19 @@ class HashTable {
   // Empties the table (initialization).
   void Clear();
 
+  // ---- Replication (replication.h; docs/protocol.md, "ReplicaState") ---------------------
+  // Appends the update clock and every live row (u64 clock, u64 rows t, then column blocks:
+  // t ids, t update counts, t last-seen clocks, t values, t rows of each slot) to *out.
+  // ResourceExhausted (naming the table) when that would pass max_bytes or memory; then
+  // nothing is appended.
+  Status Snapshot(uint64_t max_bytes, std::vector<uint8_t>* out) const;
+  // Bytes of one row in Snapshot's blocks: id, count, last seen, value, every slot.
+  size_t snapshot_row_bytes() const { return 24 + row_bytes_ * (1 + num_slots_); }
+  // Replaces every row by the n rows of Snapshot's column blocks at `cols` (ids unique, last
+  // seen <= clock: the caller checked) and the clock by `clock`. All or nothing: past max_rows
+  // or out of memory (ResourceExhausted) the table is left as it was.
+  Status Restore(uint64_t clock, size_t n, const uint8_t* cols);
+
   size_t rows() const;
   // Memory held by the rows' arenas and metadata (bytes), free rows included.
   size_t bytes() const;

@@ -27,7 +27,7 @@ constexpr size_t kMaxNameLength = 1024;
 constexpr int kMaxRank = 8;
 
 enum class Op : uint8_t {
-  kHello = 1,          // connect-time negotiation; payload: HelloRecord (version 6);
+  kHello = 1,          // connect-time negotiation; payload: HelloRecord (versions 6, 7);
                        // var_id: task index; count: channel (kChannel*)
   kRegister = 2,       // payload: VarSpec (+ initial value when kFlagInit); reply var_id
   kPull = 3,           // reply payload: value (or rows when kFlagSparse)
@@ -50,11 +50,12 @@ enum class Op : uint8_t {
                        // step: rows left
   kClusterInfo = 17,   // reply payload: the cluster definition the task was started with
                        // (UTF-8 JSON, docs/protocol.md), empty when it has none
-  // Version 7: ps replication (docs/protocol.md).
-  kReplicaRead = 18,     // var_id; reply payload: the variable's ReplicaState record
-  kReplicaInstall = 19,  // var_id; payload: a ReplicaState from REPLICA_READ
+  // Version 7: ps replication (docs/protocol.md, "Replication"; replication.h).
+  kReplicaRead = 18,     // reply payload: the variable's ReplicaState, taken in its exclusive
+                         // replication section
+  kReplicaInstall = 19,  // payload: a ReplicaState from REPLICA_READ, written into the variable
 };
-constexpr uint8_t kMaxOp = 17;
+constexpr uint8_t kMaxOp = 19;
 
 // HELLO request `count`: what the connection carries.
 constexpr uint32_t kChannelRequests = 0;   // every op
@@ -90,13 +91,17 @@ inline uint8_t AllowedFlags(uint8_t op) {
   }
 }
 
-// Version 7: Header.flags2 bits.
-constexpr uint8_t kFlag2Sequenced = 0x01;  // request: request_id is the client's update
-                                           // sequence number (mutations; HELLO gave client_id)
-constexpr uint8_t kFlag2Duplicate = 0x02;  // reply: a SEQUENCED request already applied there
-constexpr uint8_t kFlag2Awaiting = 0x04;   // reply: the variable awaits a copy; no value
-constexpr uint8_t kFlag2Stale = 0x08;      // REGISTER request: the sender missed updates of
-                                           // this ps task; the variable awaits a copy again
+// Version 7: Header.flags2 bits (docs/protocol.md, "Flags2").
+constexpr uint8_t kFlag2Sequenced = 0x01;  // request: request_id is the client's update sequence
+                                           // number (mutations only; HELLO gave a client_id)
+constexpr uint8_t kFlag2Duplicate = 0x02;  // reply: a SEQUENCED request already applied (or in
+                                           // an installed copy); not applied again
+constexpr uint8_t kFlag2Awaiting = 0x04;   // reply: the variable awaits a copy (REPLICA_INSTALL);
+                                           // a read got no value
+constexpr uint8_t kFlag2Stale = 0x08;      // REGISTER request: the sender missed updates of this
+                                           // ps task; its variable awaits a copy again
+constexpr uint8_t kFlag2RequestBits = kFlag2Sequenced | kFlag2Stale;
+constexpr uint8_t kFlag2ReplyBits = kFlag2Duplicate | kFlag2Awaiting;
 
 // Reply meanings of the same bits (a reply and a request never share a frame):
 constexpr uint8_t kFlagAccepted = kFlagStepTagged;  // tagged push/increment: counted (fresh);
@@ -155,7 +160,7 @@ struct Header {
   uint8_t dtype = 0;               // 20  DType of the payload values
   uint8_t status = 0;              // 21  reply: Code; non-OK payload is the message
   uint8_t slot = 0;                // 22  0: variable, k >= 1: optimizer slot k-1
-  uint8_t flags2 = 0;              // 23  kFlag2* bits (version 7; was reserved)
+  uint8_t flags2 = 0;              // 23  kFlag2* bits (version 7; was `reserved`)
   uint64_t payload_len = 0;        // 24  bytes following the header
   int64_t step = 0;                // 32  step tag / global step value / increment
   double arg0 = 0.0;               // 40  Push: learning rate (kFlagHasLr)
@@ -184,9 +189,9 @@ inline Header DecodeHeader(const uint8_t* in) {
 }
 
 // Checks the fixed fields of a received header, in the order docs/protocol.md lists them:
-// magic, version, op, dtype, status (a request must carry 0), flags2 (only kFlag2* bits),
-// reserved2 and the payload
-// length against `max_payload`. Per-op checks against the variable are the server's.
+// magic, version, op, dtype, status (a request must carry 0), flags2 (a request: SEQUENCED and
+// STALE only; a reply: DUPLICATE and AWAITING only), reserved2 and the payload length against
+// `max_payload`. Per-op checks against the variable are the server's.
 inline Status CheckHeader(const Header& h, uint64_t max_payload, bool request = false) {
   if (h.magic != kWireMagic) {
     return InvalidArgument("bad frame magic 0x" + [](uint32_t m) {
@@ -215,11 +220,15 @@ inline Status CheckHeader(const Header& h, uint64_t max_payload, bool request = 
   if (h.status > kMaxCode) {
     return InvalidArgument("unknown status code " + std::to_string(h.status));
   }
-  constexpr uint8_t kFlags2Known = kFlag2Sequenced | kFlag2Duplicate | kFlag2Awaiting | kFlag2Stale;
-  if ((h.flags2 & ~kFlags2Known) != 0)
-    return InvalidArgument("unknown flags2 bits " + std::to_string(h.flags2 & ~kFlags2Known) +
-                           "; valid: 1 SEQUENCED, 2 DUPLICATE, 4 AWAITING, 8 STALE");
-  if (h.reserved2 != 0) return InvalidArgument("reserved header bytes not 0");
+  const uint8_t flags2_allowed = request ? kFlag2RequestBits : kFlag2ReplyBits;
+  if ((h.flags2 & ~flags2_allowed) != 0) {
+    char buf[8];
+    snprintf(buf, sizeof buf, "0x%02x", h.flags2 & ~flags2_allowed);
+    return InvalidArgument(std::string("flags2 bits ") + buf + " are not valid on a " +
+                           (request ? "request; valid: 0x01 SEQUENCED, 0x08 STALE"
+                                    : "reply; valid: 0x02 DUPLICATE, 0x04 AWAITING"));
+  }
+  if (h.reserved2 != 0) return InvalidArgument("reserved header bytes (reserved2) not 0");
   if (h.payload_len > max_payload) {
     return Status(Code::kResourceExhausted,
                   "payload of " + std::to_string(h.payload_len) +
@@ -318,7 +327,7 @@ class Reader {
 // Version 6: the HELLO payload. Who is connecting (job, task index in the header's var_id),
 // which task it means to reach, and digests of the jobs of its cluster, so a task given
 // another cluster (a swapped --ps_hosts order, another job's spec) is refused at connect
-// (docs/protocol.md, "Connection set-up").
+// (docs/protocol.md, "Connection set-up"). Version 7 appends the client id.
 constexpr size_t kMaxJobName = 256;
 constexpr size_t kMaxHelloJobs = 16;
 constexpr uint32_t kAnyTask = 0xFFFFFFFFu;
@@ -337,8 +346,8 @@ struct HelloRecord {
                                     // no expectation (the task is not checked)
   uint32_t expect_task = kAnyTask;  // u32: that task's index
   std::vector<JobDigest> jobs;      // u8 count (<= 16), then per job: u16 + name, u64 digest
-  uint64_t client_id = 0;           // u64 (version 7): the sending Client's random id (the
-                                    // key of its SEQUENCED requests); 0: none
+  uint64_t client_id = 0;           // u64 (version 7): the sending Client's random id, the
+                                    // key of its SEQUENCED requests' marks; 0: none
 
   void Encode(Writer* w) const {
     w->PutString(job);
@@ -365,7 +374,8 @@ struct HelloRecord {
       if (!r->GetString(&j.job, kMaxJobName) || j.job.empty() || !r->Get(&j.digest))
         return InvalidArgument("HELLO: truncated or empty job digest entry");
     }
-    if (!r->Get(&client_id)) return InvalidArgument("HELLO: truncated payload (client id)");
+    if (!r->Get(&client_id))
+      return InvalidArgument("HELLO: truncated payload (the client id after the job digests)");
     if (r->remaining() != 0)
       return InvalidArgument("HELLO: " + std::to_string(r->remaining()) +
                              " bytes after the client id");

@@ -21,12 +21,13 @@ FIELDS = ("magic", "version", "op", "flags", "request_id", "var_id", "dtype", "s
 HELLO, REGISTER, PULL, PUSH, ASSIGN, ASSIGN_ADD = 1, 2, 3, 4, 5, 6
 STEP_READ, STEP_INCREMENT, IS_INITIALIZED, LIST, PING, WORKER_DONE, AUTH = 7, 8, 9, 10, 11, 12, 13
 TABLE_EXPORT, TABLE_IMPORT, TABLE_EVICT, CLUSTER_INFO = 14, 15, 16, 17  # version 5
-MAX_OP = CLUSTER_INFO
+REPLICA_READ, REPLICA_INSTALL = 18, 19  # version 7
+MAX_OP = REPLICA_INSTALL
 
 F_REPLY, F_SPARSE, F_INIT, F_INITIALIZED = 1, 2, 4, 8
 F_HAS_LR, F_RETURN_VALUE, F_STEP_TAGGED, F_WAIT_STEP = 16, 32, 64, 128
 F_ATOMIC = 8  # version 6: PUSH, applied only once all of it arrived (bit 3, as INITIALIZED)
-# Version 7: the header's flags2 byte (was reserved).
+# Version 7: header byte 23, flags2 (docs/protocol.md, "Flags2").
 F2_SEQUENCED, F2_DUPLICATE, F2_AWAITING, F2_STALE = 1, 2, 4, 8
 ANY_TASK = 0xFFFF_FFFF
 
@@ -135,21 +136,23 @@ def hello_payload(job: bytes | str = b"worker", expect_job: bytes | str = b"",
                   jobs: Sequence[tuple[bytes | str, int]] = (), client_id: int = 0) -> bytes:
     """The version-7 HELLO payload (docs/protocol.md, HELLO): the sender's job, the job and
     task it means to reach (empty: any), (job, digest) pairs of its cluster, then its client
-    id (u64, 0: none)."""
+    id (0: none; the key of its SEQUENCED requests' marks)."""
     return (_string(job) + _string(expect_job) + struct.pack("<IB", expect_task, len(jobs))
             + b"".join(_string(j) + struct.pack("<Q", d) for j, d in jobs)
             + struct.pack("<Q", client_id))
 
 
-def hello_frame(job: bytes = b"worker", task: int = 0, **fields: Any) -> bytes:
+def hello_frame(job: bytes = b"worker", task: int = 0, client_id: int = 0,
+                **fields: Any) -> bytes:
     """A whole HELLO frame of /job:JOB/task:TASK, expecting no particular ps task (fields
     override the header's)."""
-    return frame(HELLO, hello_payload(job), var_id=task, **fields)
+    return frame(HELLO, hello_payload(job, client_id=client_id), var_id=task, **fields)
 
 
-def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0) -> dict[str, Any]:
+def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0,
+          client_id: int = 0) -> dict[str, Any]:
     """Sends HELLO and returns the reply header (asserting it is OK)."""
-    sock.sendall(hello_frame(job, task))
+    sock.sendall(hello_frame(job, task, client_id))
     got = read_frame(sock)
     assert got is not None, "connection closed during HELLO"
     h, _ = got
@@ -157,12 +160,13 @@ def hello(sock: socket.socket, job: bytes = b"worker", task: int = 0) -> dict[st
     return h
 
 
-def connect(address: str, timeout: float = 5.0, say_hello: bool = True) -> socket.socket:
+def connect(address: str, timeout: float = 5.0, say_hello: bool = True,
+            client_id: int = 0) -> socket.socket:
     host, port = address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if say_hello:
-        hello(sock)
+        hello(sock, client_id=client_id)
     return sock
 
 

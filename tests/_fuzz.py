@@ -2,9 +2,11 @@
 broken, sent to a live ``psrt._core.Server`` in another process (tests/test_fuzz.py).
 
 What it sends, over many short connections (a fresh one after every closed one), pipelined:
-clean frames (every op 1..12 with every flag combination, wrong dtypes, slots, var ids and
+clean frames (every op 1..MAX_OP with every flag combination, wrong dtypes, slots, var ids and
 payload lengths that the header announces truthfully, sparse index lists that are empty, out
-of range, huge or repeated, step-tagged and waiting requests, absurd REGISTER specs) in
+of range, huge or repeated, step-tagged and waiting requests, absurd REGISTER specs; version
+7: flags2 bits, HELLOs with client ids, SEQUENCED frames sent again to be answered
+DUPLICATE, REPLICA_READ and REPLICA_INSTALL on a ps task that does not replicate) in
 batches whose replies are read before the next batch; then, to end a connection, a broken
 tail (one bad header field, a truncated header or payload, a lying payload length, random
 bytes) and an end of stream. Everything comes from one ``random.Random(seed)``, so a run is
@@ -63,12 +65,20 @@ MAX_OP = getattr(fr, "MAX_OP", AUTH or WORKER_DONE)
 # Version 5: hash tables (TABLE_EXPORT/IMPORT/EVICT) and CLUSTER_INFO.
 TABLE_EXPORT, TABLE_IMPORT, TABLE_EVICT, CLUSTER_INFO = 14, 15, 16, 17
 TABLE_OPS = frozenset((TABLE_EXPORT, TABLE_IMPORT, TABLE_EVICT))
+# Version 7: ps replication. The fuzzed ps task runs with replication off, so both are refused
+# (FAILED_PRECONDITION) once their frame passed the per-op checks; tests/test_fuzz.py fuzzes
+# REPLICA_INSTALL's record on a replicating ps task.
+REPLICA_READ, REPLICA_INSTALL = 18, 19
+REPLICA_OPS = frozenset((REPLICA_READ, REPLICA_INSTALL))
+# Header byte 23, flags2: the request bits, and the reply bits.
+SEQUENCED, DUPLICATE, AWAITING, STALE = 0x01, 0x02, 0x04, 0x08
+FLAGS2_REQUEST = SEQUENCED | STALE
 # The ops this model sends as clean frames with known answers: all of them.
 CLEAN_MAX_OP = MAX_OP
 OP_NAMES = {1: "HELLO", 2: "REGISTER", 3: "PULL", 4: "PUSH", 5: "ASSIGN", 6: "ASSIGN_ADD",
             7: "STEP_READ", 8: "STEP_INCREMENT", 9: "IS_INITIALIZED", 10: "LIST", 11: "PING",
             12: "WORKER_DONE", 13: "AUTH", 14: "TABLE_EXPORT", 15: "TABLE_IMPORT",
-            16: "TABLE_EVICT", 17: "CLUSTER_INFO"}
+            16: "TABLE_EVICT", 17: "CLUSTER_INFO", 18: "REPLICA_READ", 19: "REPLICA_INSTALL"}
 REPLY, SPARSE, INIT, INITIALIZED = 0x01, 0x02, 0x04, 0x08
 HAS_LR, RETURN_VALUE, TAGGED, WAIT = 0x10, 0x20, 0x40, 0x80
 FLAG_NAMES = ((REPLY, "REPLY"), (SPARSE, "SPARSE"), (INIT, "INIT"), (INITIALIZED, "INITIALIZED"),
@@ -82,7 +92,7 @@ MAX_CODE = UNAUTHENTICATED
 NO_VAR_OPS = frozenset((HELLO, REGISTER, LIST, PING, WORKER_DONE, CLUSTER_INFO))
 # Ops that write a variable when they are answered OK (REGISTER only with INIT).
 WRITE_OPS = frozenset((PUSH, ASSIGN, ASSIGN_ADD, STEP_INCREMENT, REGISTER, TABLE_IMPORT,
-                       TABLE_EVICT))
+                       TABLE_EVICT, REPLICA_INSTALL))
 # A row-sparse PULL of a table writes too: it creates the rows of ids it does not hold.
 
 F32, F64, I64 = 1, 2, 3
@@ -267,6 +277,7 @@ class FuzzPs:
 
     Args:
         max_payload: The server's frame payload limit in bytes.
+        replication: Version 7: the task replicates (``Server.set_replication(True)``).
 
     stderr goes to a file (a sanitizer report can be long; a full pipe would block the task).
     Under AddressSanitizer the child gets ``allocator_may_return_null=1`` unless
@@ -274,7 +285,7 @@ class FuzzPs:
     the server must refuse with RESOURCE_EXHAUSTED rather than have the allocator abort.
     """
 
-    def __init__(self, max_payload: int) -> None:
+    def __init__(self, max_payload: int, replication: bool = False) -> None:
         self.max_payload = max_payload
         env = dict(os.environ)
         env["PYTHONPATH"] = _src() + os.pathsep + env.get("PYTHONPATH", "")
@@ -284,7 +295,8 @@ class FuzzPs:
         self._err = tempfile.TemporaryFile(mode="w+b")
         self._err_text: str | None = None
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--max-payload", str(max_payload)],
+            [sys.executable, __file__, "--max-payload", str(max_payload)]
+            + (["--replication"] if replication else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, env=env, text=True)
         line = self._readline(60.0)
         if not line.strip().isdigit():
@@ -588,7 +600,7 @@ class Sent:
     """What the fuzzer knows about one frame it sent (request_id -> Sent)."""
 
     __slots__ = ("rid", "op", "flags", "var_id", "dtype", "slot", "count", "plen", "arg1",
-                 "var", "expect", "bad_index", "data", "kind", "target")
+                 "var", "expect", "bad_index", "data", "kind", "target", "flags2", "client")
 
     def __init__(self, rid: int, op: int, flags: int, var_id: int, dtype: int, slot: int,
                  count: int, plen: int, arg1: float, var: Var | None, expect: int | None,
@@ -598,6 +610,8 @@ class Sent:
         self.var, self.expect, self.bad_index, self.data, self.kind = (var, expect, bad_index,
                                                                        data, kind)
         self.target = var  # the variable a checked frame snapshots (REGISTER: the one named)
+        self.flags2 = 0    # version 7: header byte 23
+        self.client = 0    # the client id of the connection it was built for
 
 
 # The most any frame may announce (the largest variable and its spec), and the frames the
@@ -610,8 +624,8 @@ def may_stream(op: int, flags: int, slot: int) -> bool:
             or (op == REGISTER and bool(flags & INIT)))
 
 
-# Version 7: the longest HELLO payload (two job names of 256 bytes, the task, 16 digests, the
-# client id).
+# Version 6: the longest HELLO payload (two job names of 256 bytes, the task, 16 digests);
+# version 7 appends the client id.
 MAX_HELLO_PAYLOAD = 2 + 256 + 2 + 256 + 4 + 1 + 16 * (2 + 256 + 8) + 8
 # The fuzzed ps task is /job:ps/task:0, started without a cluster (no digest is compared).
 PS_JOB, PS_TASK = b"ps", 0
@@ -647,7 +661,7 @@ def hello_content_error(payload: bytes) -> int | None:
             return INVALID_ARGUMENT
         pos += 8
         names.append(name)
-    if len(payload) - pos != 8:  # version 7: the client id, last
+    if len(payload) - pos != 8:  # version 7: the client id, and nothing after it
         return INVALID_ARGUMENT
     for n in names:
         try:
@@ -667,7 +681,7 @@ def header_error(h: Sequence[Any], max_payload: int, hello_done: bool) -> int | 
         return INVALID_ARGUMENT
     if version != VERSION:
         return FAILED_PRECONDITION
-    if op == 0 or op > MAX_OP or dtype > 3 or status or flags2 & ~0x0F or h[15]:
+    if op == 0 or op > MAX_OP or dtype > 3 or status or flags2 & ~FLAGS2_REQUEST or h[15]:
         return INVALID_ARGUMENT
     if plen > (MAX_STREAM_PAYLOAD if may_stream(op, flags, slot) else max_payload):
         return RESOURCE_EXHAUSTED
@@ -678,13 +692,45 @@ def header_error(h: Sequence[Any], max_payload: int, hello_done: bool) -> int | 
     return None
 
 
+def is_mutation(op: int, flags: int) -> bool:
+    """The ops SEQUENCED may mark (docs/protocol.md, Flags2)."""
+    return op in (PUSH, ASSIGN, ASSIGN_ADD, STEP_INCREMENT, TABLE_IMPORT, TABLE_EVICT) or (
+        op == REGISTER and bool(flags & INIT))
+
+
+def flags2_error(op: int, flags: int, flags2: int, client: int) -> int | None:
+    """The documented flags2 checks (after the op's flags) on a ps task that does not
+    replicate: SEQUENCED on a mutation of a connection with a client id only, STALE on a
+    REGISTER without INIT only and then refused (no copy would come)."""
+    if flags2 & SEQUENCED:
+        if not is_mutation(op, flags):
+            return INVALID_ARGUMENT
+        if client == 0:
+            return FAILED_PRECONDITION
+    if flags2 & STALE:
+        if op != REGISTER or flags & INIT:
+            return INVALID_ARGUMENT
+        return FAILED_PRECONDITION
+    return None
+
+
 def op_error(op: int, flags: int, dtype: int, count: int, plen: int, arg1: float, slot: int,
-             var: Var | None, var_id: int, arg0: float = 0.0, step: int = 0) -> int | None:
+             var: Var | None, var_id: int, arg0: float = 0.0, step: int = 0, flags2: int = 0,
+             client: int = 0) -> int | None:
     """The status the documented per-op checks (before the payload is read) give a frame with
     a valid header, or None when they pass (or cannot be predicted: an id the fuzzer did not
-    register itself). CLUSTER_INFO and AUTH, which depend on no state, are answered in full."""
+    register itself). CLUSTER_INFO and AUTH, which depend on no state, are answered in full,
+    as are REPLICA_READ and REPLICA_INSTALL (refused: the fuzzed ps task does not replicate)."""
     bad_flags = bool(flags & ~ALLOWED_FLAGS.get(op, 0))
-    if op == HELLO:  # version 7: a HelloRecord of at most MAX_HELLO_PAYLOAD bytes
+    if flags2 and op in NO_VAR_OPS | {AUTH}:
+        # The op's payload bound, then its flags, then flags2 (dispatch.cc's order).
+        if op == HELLO and plen > MAX_HELLO_PAYLOAD or op == WORKER_DONE and plen > 256 or (
+                op == AUTH and plen != 64) or (op in (LIST, PING, CLUSTER_INFO) and plen):
+            return INVALID_ARGUMENT
+        if bad_flags:
+            return INVALID_ARGUMENT
+        return flags2_error(op, flags, flags2, client)
+    if op == HELLO:  # version 6: a HelloRecord of at most MAX_HELLO_PAYLOAD bytes
         return INVALID_ARGUMENT if plen > MAX_HELLO_PAYLOAD or bad_flags else None
     if op == WORKER_DONE:
         return INVALID_ARGUMENT if plen > 256 or bad_flags else None
@@ -717,6 +763,16 @@ def op_error(op: int, flags: int, dtype: int, count: int, plen: int, arg1: float
         return INVALID_ARGUMENT
     if op == TABLE_EVICT and not (0 <= arg0 <= 9e18 and 0 <= arg1 <= 9e18):
         return INVALID_ARGUMENT
+    if flags2:  # the op's flags, then flags2 (dispatch.cc's order)
+        if bad_flags:
+            return INVALID_ARGUMENT
+        f2 = flags2_error(op, flags, flags2, client)
+        if f2 is not None:
+            return f2
+    if op in REPLICA_OPS:  # no flag, REPLICA_READ no payload; then replication is off
+        if bad_flags or (sparse and state) or (op == REPLICA_READ and plen):
+            return INVALID_ARGUMENT
+        return FAILED_PRECONDITION
     if op == PULL:
         expect = count * 8 if sparse else 0
     elif op == PUSH:
@@ -930,7 +986,11 @@ class Fuzzer:
     OP_TABLE = ([PULL] * 18 + [PUSH] * 24 + [ASSIGN] * 9 + [ASSIGN_ADD] * 6 + [STEP_READ] * 6
                 + [STEP_INCREMENT] * 7 + [IS_INITIALIZED] * 3 + [PING] * 2 + [LIST]
                 + [REGISTER] * 11 + [HELLO] * 2 + [WORKER_DONE] + [TABLE_EXPORT] * 3
-                + [TABLE_IMPORT] * 4 + [TABLE_EVICT] * 3 + [CLUSTER_INFO])
+                + [TABLE_IMPORT] * 4 + [TABLE_EVICT] * 3 + [CLUSTER_INFO]
+                + [REPLICA_READ] * 2 + [REPLICA_INSTALL] * 2)
+    # Version 7: the client ids connections give in HELLO (0: none), a few reused so that
+    # frames can be sent again to a ps task that marked them.
+    CLIENT_IDS = (0, 0, 0x51, 0x52, 0x53, 0xFFFF_FFFF_FFFF_FFFF)
     NOT_UTF8 = (b"\xff", b"\xfe\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
                 b"ok\x80", b"\xe2\x82")
     ODD_NAMES = (b"nul\x00inside", b" ", b"/", "wörker\u2028".encode(), b"\x7f")
@@ -966,6 +1026,10 @@ class Fuzzer:
         self.touched: set[int] = set()
         self.sync_step: dict[int, int] = {}
         self.rid = self.rng.getrandbits(40)
+        # Version 7: the client id of the connection being built (its last HELLO expected to
+        # be accepted), and per client id the SEQUENCED frames answered OK, to send again.
+        self.client = 0
+        self.marked: dict[int, deque[Sent]] = {}
         self.history: deque[list[bytes]] = deque()
         self.history_frames = 0
         self.conn_frames: list[bytes] = []
@@ -1034,6 +1098,7 @@ class Fuzzer:
         if sock is None:
             return
         self.conn_frames = []
+        self.client = 0
         self.history.append(self.conn_frames)
         while self.history_frames > HISTORY_FRAMES and len(self.history) > 1:
             self.history_frames -= len(self.history.popleft())
@@ -1109,7 +1174,10 @@ class Fuzzer:
             status = got[n][0][7]
             seen = [[(h[7], h[3], h[11], h[14], p) for h, p in part]
                     for part in (got[:n], got[n + 1:])]
-            if status != OK and seen[0] != seen[1] and self._known_bug(s, status):
+            if status == OK and got[n][0][9] & DUPLICATE and seen[0] != seen[1]:
+                self._anomaly("duplicate-wrote", f"{var.name}: a DUPLICATE reply, yet it "
+                              f"changed", s.data)
+            elif status != OK and seen[0] != seen[1] and self._known_bug(s, status):
                 self._anomaly("known-bug", f"{var.name}: refused-push-creates-rows", s.data)
             elif status != OK and seen[0] != seen[1]:
                 if var.var_id in self.tables:
@@ -1245,12 +1313,33 @@ class Fuzzer:
         st.replies += 1
         status = h[7]
         st.statuses[status] += 1
+        # flags2: DUPLICATE only on an OK reply to a SEQUENCED request; never AWAITING (the
+        # fuzzed ps task does not replicate).
+        dup = bool(h[9] & DUPLICATE)
+        flags2_ok = h[9] == 0 or (h[9] == DUPLICATE and status == OK and s.flags2 & SEQUENCED)
         if (h[0] != MAGIC or h[1] != VERSION or not h[3] & REPLY or h[2] != s.op or h[4] != s.rid
-                or h[6] != s.dtype or h[8] != s.slot or h[9] or h[15] or h[12] != 0.0
+                or h[6] != s.dtype or h[8] != s.slot or not flags2_ok or h[15] or h[12] != 0.0
                 or h[13] != 0.0 or status > MAX_CODE):
             self._anomaly("malformed-reply", f"reply {dict(zip(fr.FIELDS, h))} does not "
                           f"answer request id {s.rid} op {s.op} dtype {s.dtype} slot {s.slot}",
                           s.data)
+        if s.kind == "replay" and check_expect and not (status == OK and dup):
+            self._anomaly("replay-not-duplicate", f"a SEQUENCED {OP_NAMES.get(s.op)} answered "
+                          f"OK before, sent again with its request id {s.rid} by client "
+                          f"{s.client:#x}: status {status} flags2 {h[9]:#04x}; expected OK "
+                          f"with DUPLICATE ({p[:120]!r})", s.data)
+        elif s.kind != "replay" and dup:
+            self._anomaly("fresh-duplicate", f"a SEQUENCED {OP_NAMES.get(s.op)} with a new "
+                          f"request id {s.rid} answered DUPLICATE", s.data)
+        if dup:  # nothing was applied: the models follow nothing
+            if (s.op == PUSH and s.flags & RETURN_VALUE and not s.flags & TAGGED
+                    and s.var is not None and len(p) != s.var.nbytes):
+                self._anomaly("wrong-ok", f"duplicate RETURN_VALUE reply of {len(p)} bytes; "
+                              f"expected {s.var.nbytes}", s.data)
+            return
+        if status == OK and s.flags2 & SEQUENCED and s.kind != "replay":
+            marked = self.marked.setdefault(s.client, deque(maxlen=32))
+            marked.append(s)
         if status != OK and not p:
             self._anomaly("no-message", f"status {status} without a message", s.data)
         if status == OK and s.op == REGISTER:
@@ -1667,14 +1756,38 @@ class Fuzzer:
 
     def _make(self, op: int, flags: int, var_id: int, dtype: int, slot: int, payload: bytes,
               step: int = 0, arg0: float = 0.0, arg1: float = 0.0, count: int = 0,
-              var: Var | None = None, bad_index: bool = False, kind: str = "clean") -> Sent:
+              var: Var | None = None, bad_index: bool = False, kind: str = "clean",
+              flags2: int = 0) -> Sent:
         rid = self._next_rid()
         plen = len(payload)
-        data = HEADER.pack(MAGIC, VERSION, op, flags, rid, var_id, dtype, 0, slot, 0, plen, step,
-                           arg0, arg1, count, 0) + payload
-        expect = op_error(op, flags, dtype, count, plen, arg1, slot, var, var_id, arg0, step)
-        return Sent(rid, op, flags, var_id, dtype, slot, count, plen, arg1, var, expect,
+        data = HEADER.pack(MAGIC, VERSION, op, flags, rid, var_id, dtype, 0, slot, flags2, plen,
+                           step, arg0, arg1, count, 0) + payload
+        expect = op_error(op, flags, dtype, count, plen, arg1, slot, var, var_id, arg0, step,
+                          flags2, self.client)
+        sent = Sent(rid, op, flags, var_id, dtype, slot, count, plen, arg1, var, expect,
                     bad_index, data, kind)
+        sent.flags2, sent.client = flags2, self.client
+        return sent
+
+    def _flags2(self) -> int:
+        """Version 7: flags2 of a clean frame, mostly none."""
+        rng = self.rng
+        if rng.random() < 0.94:
+            return 0
+        return rng.choice((SEQUENCED, SEQUENCED, SEQUENCED, STALE, SEQUENCED | STALE))
+
+    def _replay(self) -> Sent | None:
+        """Now and then, a SEQUENCED frame this connection's client id had answered OK, sent
+        again byte for byte (the same request id): a duplicate, answered OK with DUPLICATE
+        and applied no second time."""
+        marked = self.marked.get(self.client)
+        if not marked or self.rng.random() > 0.03:
+            return None
+        old = self.rng.choice(marked)
+        s = Sent(old.rid, old.op, old.flags, old.var_id, old.dtype, old.slot, old.count,
+                 old.plen, old.arg1, old.var, OK, old.bad_index, old.data, "replay")
+        s.flags2, s.client, s.target = old.flags2, old.client, old.target
+        return s
 
     def _clean(self) -> Sent:
         """A frame with a valid header whose payload_len is the number of bytes that follow:
@@ -1684,6 +1797,9 @@ class Fuzzer:
         if self.sweep_clean:
             op, forced_flags = self.sweep_clean.popleft()
         else:
+            replay = self._replay()
+            if replay is not None:
+                return replay
             op = self.OP_TABLE[rng.randrange(len(self.OP_TABLE))]
         if op == REGISTER:
             return self._register(forced_flags)
@@ -1696,7 +1812,8 @@ class Fuzzer:
             if op == AUTH and rng.random() < 0.8:
                 payload = rng.randbytes(64)
             return self._make(op, flags, rng.choice((0, 0, 1, rng.getrandbits(32))),
-                              rng.randrange(4) if rng.random() < 0.1 else 0, 0, payload)
+                              rng.randrange(4) if rng.random() < 0.1 else 0, 0, payload,
+                              flags2=self._flags2())
         var, var_id, shape = self._pick_var()
         if (op in TABLE_OPS or rng.random() < 0.08) and var is shape and rng.random() < 0.8:
             var = shape = rng.choice(self.table_targets)
@@ -1732,6 +1849,9 @@ class Fuzzer:
             pick = (0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.5, 2.7, 1e18, 9e18, -0.0, 9.1e18, -1.0,
                     -1e-300, math.nan, math.inf, -math.inf)
             arg0, arg1 = rng.choice(pick), rng.choice(pick)
+        elif op == REPLICA_INSTALL:  # a record's start, or bytes (refused either way)
+            payload = rng.choice((b"", b"PSRS\x07\x00", b"PSRS\x07\x00" + rng.randbytes(64),
+                                  rng.randbytes(rng.randrange(1, 200))))
         elif op in (PULL, PUSH) and sparse and shape.table:
             idx = self._table_ids(shape)
             count = len(idx)
@@ -1767,7 +1887,7 @@ class Fuzzer:
             k = min(count, len(payload) // 8)
             bad = any(i < 0 or i >= rows for i in struct.unpack_from(f"<{k}q", payload))
         return self._make(op, flags, var_id, dtype, slot, payload, step, arg0, arg1, count, var,
-                          bad)
+                          bad, flags2=self._flags2())
 
     def _job(self) -> bytes:
         rng = self.rng
@@ -1786,17 +1906,20 @@ class Fuzzer:
             0 if rng.random() < 0.9 else rng.randrange(0, 256, 2))
         task = rng.randrange(4) if rng.random() < 0.95 else rng.getrandbits(32)
         if op == HELLO:
-            payload = self._hello_payload()
+            client = rng.choice(self.CLIENT_IDS)
+            payload = self._hello_payload(client)
             s = self._make(op, flags, task, 0, 0, payload)
             if s.expect is None:
                 s.expect = hello_content_error(payload)
+            if s.expect is None:  # accepted: the frames after it are this client's
+                self.client = client
             return s
         return self._make(op, flags, task, 0, 0, self._job())
 
-    def _hello_payload(self) -> bytes:
-        """A version-6 HELLO payload that keeps the connection open: a valid record (no
+    def _hello_payload(self, client: int = 0) -> bytes:
+        """A version-7 HELLO payload that keeps the connection open: a valid record (no
         expectation, or this ps task's own identity; digests of jobs the fuzzed ps task does
-        not know), or a malformed one (INVALID_ARGUMENT)."""
+        not know; the client id), or a malformed one (INVALID_ARGUMENT)."""
         rng = self.rng
         jobs = [(rng.choice((b"ps", b"worker", "wörker".encode())), rng.getrandbits(64))
                 for _ in range(rng.choice((0, 0, 1, 2, 16)))]
@@ -1805,22 +1928,28 @@ class Fuzzer:
         job = self._job() if r < 0.7 else rng.choice((b"worker", b"chief"))
         if len(job) > 256:
             job = job[:256]
-        good = fr.hello_payload(job, expect[0], expect[1], jobs)
+        good = fr.hello_payload(job, expect[0], expect[1], jobs, client_id=client)
         if r < 0.7:
             return good
-        if r < 0.8:  # cut short
+        if r < 0.8:  # cut short (in the client id too)
             return good[:rng.randrange(len(good))]
         if r < 0.85:  # trailing bytes
             return good + rng.randbytes(rng.randrange(1, 9))
         if r < 0.9:  # more digests than the count allows
-            return (fr.hello_payload(job, expect[0], expect[1])[:-1]
-                    + bytes([rng.randrange(17, 256)]))
+            bare = fr.hello_payload(job, expect[0], expect[1], client_id=client)
+            return bare[:-9] + bytes([rng.randrange(17, 256)]) + bare[-8:]
         if r < 0.95:  # a name past 256 bytes
             return struct.pack("<H", 257) + b"w" * 257 + good[2 + len(job):]
-        return fr.hello_payload(job, expect[0], expect[1], [(rng.choice(self.NOT_UTF8), 1)])
+        return fr.hello_payload(job, expect[0], expect[1], [(rng.choice(self.NOT_UTF8), 1)],
+                                client_id=client)
 
     def _hello_frame(self, task: int) -> Sent:
-        return self._make(HELLO, 0, task, 0, 0, fr.hello_payload(b"worker"), kind="hello")
+        """A connection's first HELLO; the frames built after it are its client id's."""
+        client = self.rng.choice(self.CLIENT_IDS)
+        s = self._make(HELLO, 0, task, 0, 0, fr.hello_payload(b"worker", client_id=client),
+                       kind="hello")
+        self.client = client
+        return s
 
     def _random_spec(self, rng: random.Random) -> dict[str, Any]:
         if rng.random() < 0.3:
@@ -1936,7 +2065,8 @@ class Fuzzer:
         if rng.random() < 0.05:
             payload = payload[:rng.randrange(len(payload))]
         sent = self._make(REGISTER, flags, rng.choice((0, 0, 0, rng.getrandbits(32))),
-                          0 if rng.random() < 0.9 else rng.randrange(4), 0, payload)
+                          0 if rng.random() < 0.9 else rng.randrange(4), 0, payload,
+                          flags2=self._flags2())
         sent.target = self.by_name.get(name)
         return sent
 
@@ -2232,11 +2362,13 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--max-payload", type=int, required=True)
+    parser.add_argument("--replication", action="store_true")
     args = parser.parse_args()
 
     from psrt import _core
 
     server = _core.Server("127.0.0.1", 0, "ps", 0, args.max_payload)
+    server.set_replication(args.replication)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

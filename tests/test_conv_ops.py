@@ -21,6 +21,7 @@ import pytest
 
 import psrt as tf
 from psrt.ops import _conv_kernels
+from psrt.ops import conv_ops as _conv_ops
 
 
 @pytest.fixture
@@ -588,6 +589,39 @@ def test_conv2d_gradients(sess, case, data_format):
     else:
         check_grad(sess, lambda x, f: tf.nn.conv2d(x, f, [1, *st, 1], padding,
                                                    dilations=[1, *dl, 1]), xs, fs)
+
+
+@pytest.mark.parametrize("case", [((3, 7, 7, 1), (3, 3, 1, 2), (1, 1), "SAME"),
+                                  ((3, 6, 5, 4), (2, 3, 4, 2), (2, 1), "VALID")])
+def test_conv2d_over_several_im2col_chunks(sess, monkeypatch, case):
+    # conv_ops.py works on chunks of images (one GEMM per chunk, the filter gradient summed
+    # over them) and keeps the forward's patches for the filter gradient of an input of few
+    # channels (the first case, C = 1; the second, C = 4, rebuilds them): with one image per
+    # chunk the values are still the naive loops' and the gradients the finite differences'.
+    xs, fs, st, padding = case
+    monkeypatch.setattr(_conv_ops, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_ops, "_BIG_CHUNK_ELEMENTS", 1)
+    x, f = np.random.default_rng(4).normal(size=xs), np.random.default_rng(5).normal(size=fs)
+    y = tf.nn.conv2d(x, f, [1, *st, 1], padding)
+    np.testing.assert_allclose(sess.run(y), ref_conv2d(x, f, st, padding), rtol=1e-10,
+                               atol=1e-10)
+    check_grad(sess, lambda x, f: tf.nn.conv2d(x, f, [1, *st, 1], padding), xs, fs)
+
+
+def test_the_kernels_reject_a_patch_matrix_that_does_not_fit():
+    # the compiled loops index without bounds checks: a misfit is a ValueError, not a write
+    # past the end (geometry: 3x3 window, stride 1, no padding, 2x2 outputs of a 4x4 image)
+    x = np.zeros((2, 4, 4, 3), np.float32)
+    geometry = (3, 3, 1, 1, 1, 1, 0, 0, 2, 2)
+    _conv_kernels.im2col(x, np.zeros((8, 27), np.float32), 0, *geometry)   # both images
+    for rows, cols, n0 in ((8, 27, 1), (6, 27, 0), (4, 26, 0), (12, 27, 0)):
+        with pytest.raises(ValueError, match="patch matrix"):
+            _conv_kernels.im2col(x, np.zeros((rows, cols), np.float32), n0, *geometry)
+        with pytest.raises(ValueError, match="patch matrix"):
+            _conv_kernels.col2im(np.zeros((rows, cols), np.float32), x, n0, *geometry)
+    y, arg = np.zeros((2, 2, 2, 3), np.float32), np.zeros((2, 2, 2, 2), np.int32)
+    with pytest.raises(ValueError, match="do not fit"):
+        _conv_kernels.max_pool(x, y, arg, 2, 2, 2, 2, 0, 0)
 
 
 @pytest.mark.parametrize("case", [((2, 5, 6, 2), (3, 3, 2, 2), (1, 1), (1, 1), "SAME"),

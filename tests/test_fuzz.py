@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, event, given, seed, settings
 from hypothesis import strategies as st
 
 import _frames as fr
@@ -195,7 +195,8 @@ class _Harness:
         assert self.ps is not None
         if self.sock is not None:
             self.sock.close()
-        self.sock = fr.connect(self.ps.address, timeout=10.0)
+        # A client id, so that SEQUENCED frames are applied (version 7).
+        self.sock = fr.connect(self.ps.address, timeout=10.0, client_id=0xF022)
 
     def close(self) -> None:
         if self.sock is not None:
@@ -235,7 +236,11 @@ def _var_frame(draw, index: int) -> bytes:
     var_id = index + 1  # registration order
     op = draw(st.sampled_from([fz.PUSH, fz.PULL, fz.PUSH, fz.ASSIGN, fz.PUSH, fz.ASSIGN_ADD,
                                fz.STEP_READ, fz.STEP_INCREMENT, fz.IS_INITIALIZED,
-                               fz.REGISTER]))
+                               fz.REGISTER, fz.REPLICA_READ, fz.REPLICA_INSTALL]))
+    # Version 7: the request bits of flags2 (a reply bit would be a bad header, which closes
+    # the connection: the bulk fuzzer sends those). SEQUENCED frames all carry request id
+    # 0xF00D: after the first one applied, every later one is a duplicate.
+    flags2 = draw(st.sampled_from([0, 0, 0, fz.SEQUENCED, fz.STALE, fz.SEQUENCED | fz.STALE]))
     # The flags the op uses, each drawn, then any others (none once shrunk).
     uses = {fz.PULL: fz.SPARSE | fz.WAIT, fz.PUSH: fz.SPARSE | fz.HAS_LR | fz.RETURN_VALUE
             | fz.TAGGED, fz.ASSIGN: fz.INIT, fz.STEP_READ: fz.WAIT,
@@ -246,7 +251,7 @@ def _var_frame(draw, index: int) -> bytes:
             flags |= bit
     flags |= draw(st.one_of(st.just(0), st.integers(0, 127).map(lambda x: x * 2)))
     if op == fz.REGISTER:
-        return _register_frame(draw, var, flags)
+        return _register_frame(draw, var, flags, flags2)
     dtype = draw(st.one_of(st.just(var.dtype), st.integers(0, 3)))
     slot = draw(st.one_of(st.sampled_from([0, 1, 2, 3, 255]), st.integers(0, 255)))
     step = draw(st.one_of(st.integers(-3, 10), st.sampled_from([fz.I64_MAX, fz.I64_MIN])))
@@ -266,13 +271,16 @@ def _var_frame(draw, index: int) -> bytes:
         payload = VALUE_BYTE * var.nbytes
     elif op == fz.ASSIGN:
         payload = struct.pack("<2d", 0.5, 0.25)
+    elif op == fz.REPLICA_INSTALL:
+        payload = b"PSRS" + struct.pack("<H", 7) + VALUE_BYTE * draw(st.integers(0, 64))
     delta = draw(st.one_of(st.just(0), st.integers(-9, 9)))
     payload = payload + VALUE_BYTE * delta if delta >= 0 else payload[:delta]
     return fr.frame(op, payload, flags=flags, var_id=var_id, dtype=dtype, slot=slot,
-                    step=step, arg0=arg0, arg1=arg1, count=count, request_id=0xF00D)
+                    step=step, arg0=arg0, arg1=arg1, count=count, request_id=0xF00D,
+                    flags2=flags2)
 
 
-def _register_frame(draw, var: fz.Var, flags: int) -> bytes:
+def _register_frame(draw, var: fz.Var, flags: int, flags2: int = 0) -> bytes:
     spec = dict(dtype=var.dtype, shape=var.shape, optimizer=var.optimizer,
                 replicas_to_aggregate=var.replicas, total_num_replicas=var.replicas,
                 table=int(var.table), max_rows=var.max_rows)
@@ -294,7 +302,7 @@ def _register_frame(draw, var: fz.Var, flags: int) -> bytes:
         n = n if 0 <= n <= 4096 else 8
         payload += VALUE_BYTE * max(n + draw(st.one_of(st.just(0), st.integers(-9, 9))), 0)
     payload += VALUE_BYTE * draw(st.one_of(st.just(0), st.integers(1, 9)))
-    return fr.frame(fz.REGISTER, payload, flags=flags, request_id=0xF00D)
+    return fr.frame(fz.REGISTER, payload, flags=flags, request_id=0xF00D, flags2=flags2)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -325,6 +333,130 @@ def test_rejected_frame_writes_nothing(harness, drawn):
     (h, payload), = got.replies
     assert h[4] == 0xF00D and h[3] & fz.REPLY, h
     after = fz.snapshot_on(harness.sock, [var], hello=False)
-    if h[7] != fz.OK:
-        assert before == after, (f"status {h[7]} ({payload[:200]!r}), yet {var.name} changed:"
-                                 f"\n{fz.describe(frame)}\nhex {frame.hex()} (seed {SEED})")
+    if h[7] != fz.OK or h[9] & fz.DUPLICATE:
+        assert before == after, (f"status {h[7]} flags2 {h[9]:#x} ({payload[:200]!r}), yet "
+                                 f"{var.name} changed:\n{fz.describe(frame)}\nhex "
+                                 f"{frame.hex()} (seed {SEED})")
+
+
+# ---- version 7: REPLICA_INSTALL of mutated records, on a replicating ps task -----------------
+
+REPLICATED = [i for i, v in enumerate(TARGETS) if v.initialized]
+
+
+class _ReplicaHarness:
+    """A replicating ps task holding the targets, one connection, and each initialized
+    target's ReplicaState as first read (every example leaves the targets as they were)."""
+
+    def __init__(self) -> None:
+        self.ps: fz.FuzzPs | None = None
+        self.sock: socket.socket | None = None
+        self.states: dict[int, bytes] = {}
+
+    def call(self, op: int, payload: bytes = b"", **fields) -> tuple[dict, bytes]:
+        assert self.sock is not None
+        self.sock.sendall(fr.frame(op, payload, **fields))
+        got = fr.read_frame(self.sock)
+        if got is None:
+            ps = self.ps
+            raise AssertionError(f"the ps task closed the connection ({ps.exit_description()}"
+                                 f"):\n{ps.stderr()}")
+        return got
+
+    def ensure(self) -> None:
+        if self.ps is not None and self.ps.alive() and self.sock is not None:
+            return
+        self.close()
+        self.ps = fz.FuzzPs(MAX_PAYLOAD, replication=True)
+        self.targets = fz.target_vars()
+        fz.register(self.ps.address, self.targets, SEED)
+        self.sock = fr.connect(self.ps.address, timeout=10.0)
+        for i in REPLICATED:
+            h, p = self.call(fr.REPLICA_READ, var_id=i + 1)
+            assert h["status"] == fr.OK, (self.targets[i].name, p)
+            self.states[i] = p
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.ps is not None:
+            self.ps.stop()
+            self.ps = None
+
+
+@pytest.fixture(scope="module")
+def replica_harness():
+    h = _ReplicaHarness()
+    yield h
+    h.close()
+
+
+def _without_marks(record: bytes) -> bytes:
+    """A well-formed ReplicaState without its marks (docs/protocol.md, ReplicaState)."""
+    at = 11
+    at += 2 + struct.unpack_from("<H", record, at)[0]
+    at += 1 + 8 * record[at]
+    at += 16
+    m = struct.unpack_from("<I", record, at)[0]
+    return record[:at] + record[at + 4 + 16 * m:]
+
+
+BOUNDARY = (0, 1, 2, 0x7F, 0xFF, 0xFFFF, 0xFFFFFFFF, 1 << 31, 1 << 40, 1 << 63, (1 << 64) - 1)
+
+
+@st.composite
+def mutated_records(draw):
+    """(target index, the index of the variable it is installed into, mutations): a field
+    set to a boundary value (u8/u32/u64), bytes flipped, the record cut or extended."""
+    index = draw(st.sampled_from(REPLICATED))
+    into = index if draw(st.integers(0, 9)) else draw(st.sampled_from(range(len(TARGETS))))
+    muts = draw(st.lists(st.tuples(st.sampled_from(["u8", "u32", "u64", "flip", "cut", "grow"]),
+                                   st.integers(0, 1 << 16), st.sampled_from(BOUNDARY)),
+                         min_size=1, max_size=3))
+    return index, into, muts
+
+
+def _mutate(record: bytes, muts) -> bytes:
+    b = bytearray(record)
+    for kind, pos, value in muts:
+        at = pos % max(len(b), 1)
+        if kind == "cut":
+            del b[at:]
+        elif kind == "grow":
+            b[at:at] = struct.pack("<Q", value)
+        elif kind == "flip" and b:
+            b[at] ^= 1 << (value % 8)
+        else:
+            size = {"u8": 1, "u32": 4, "u64": 8}[kind]
+            b[at:at + size] = (value % (1 << (8 * size))).to_bytes(size, "little")
+    return bytes(b)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@seed(SEED)
+@given(drawn=mutated_records())
+def test_replica_install_checks_the_whole_record(replica_harness, drawn):
+    """A mutated ReplicaState installed over the wire: the ps task survives; a refused record
+    (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) leaves the variable's state exactly as it was; an
+    accepted one is then read back as installed (marks aside: each ps task keeps its own)."""
+    index, into, muts = drawn
+    harness = replica_harness
+    harness.ensure()
+    record = _mutate(harness.states[index], muts)
+    h, msg = harness.call(fr.REPLICA_INSTALL, record, var_id=into + 1, request_id=0xF00D)
+    assert h["request_id"] == 0xF00D and h["flags"] & fr.F_REPLY
+    back_h, back = harness.call(fr.REPLICA_READ, var_id=into + 1)
+    where = f"{muts} into {harness.targets[into].name} (seed {SEED}): {msg[:200]!r}"
+    event(f"status {h['status']}")
+    if h["status"] == fr.OK:
+        assert back_h["status"] == fr.OK and _without_marks(back) == _without_marks(record), where
+        restored, _ = harness.call(fr.REPLICA_INSTALL, harness.states[into], var_id=into + 1)
+        assert restored["status"] == fr.OK, where
+    else:
+        assert h["status"] in (fr.INVALID_ARGUMENT, fr.RESOURCE_EXHAUSTED), where
+        if into in harness.states:
+            assert back_h["status"] == fr.OK and back == harness.states[into], where
+        else:  # an uninitialized target: nothing to read, still
+            assert back_h["status"] == fr.FAILED_PRECONDITION, where

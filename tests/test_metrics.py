@@ -1,9 +1,11 @@
-"""tf.metrics (psrt/ops/metrics_impl.py) and local variables: values against TF r1.15's own
-tests (tensorflow/python/kernel_tests/metrics_test.py: MeanTest, AccuracyTest, AUCTest), a
-metric updated over several sess.run calls, the accumulators' names and collections as TF's
-metric_variable (LOCAL_VARIABLES + METRIC_VARIABLES, not global, not trainable, not saved),
-local_variables_initializer resetting them, MonitoredTrainingSession's local_init_op, and
-assign ops of tensors computed in the run (what the update ops are)."""
+"""tf.metrics' means (psrt/ops/metrics_impl.py) and local variables: values against TF r1.15's
+own tests (tensorflow/python/kernel_tests/metrics_test.py: MeanTest, MeanTensorTest,
+AccuracyTest, MeanAbsoluteErrorTest, MeanRelativeErrorTest, MeanSquaredErrorTest,
+RootMeanSquaredErrorTest, MeanCosineDistanceTest, PcntBelowThreshTest), a metric updated over
+several sess.run calls, TF's weight rules (weights_broadcast_ops), the accumulators' names
+and collections as TF's metric_variable (LOCAL_VARIABLES + METRIC_VARIABLES, not global, not
+trainable, not saved), local_variables_initializer resetting them, MonitoredTrainingSession's
+local_init_op, and assign ops of tensors computed in the run (what the update ops are)."""
 
 from __future__ import annotations
 
@@ -100,79 +102,168 @@ def test_accuracy_tf_squeezable_sizes_and_weights(sess):
         tf.metrics.accuracy(tf.ones((4, 3)), tf.ones((4, 2)))
 
 
-@pytest.mark.parametrize("preds,labels,weights,curve,expected", [
-    ([1, 0, 1, 0], [0, 1, 1, 0], None, "ROC", 0.5),              # testSomeCorrect
-    ([1, 0, 1, 0], [0, 1, 1, 0], [2.0], "ROC", 0.5),             # testWeighted1d
-    ([1, 0, 1, 0], [0, 1, 1, 0], [1.0, 2.0, 3.0, 4.0], "ROC", 0.7),   # testWeighted2d
-    ([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], None, "PR", 0.79166),      # testAUCPRSpecialCase
-    ([0.1, 0.4, 0.35, 0.8, 0.1, 0.135, 0.81], [0, 0, 1, 0, 1, 0, 1], None, "PR", 0.610317),
-    ([0.0, 0.1, 0.2, 0.33, 0.3, 0.4, 0.5], [0, 0, 0, 0, 1, 1, 1], None, "PR", 0.90277),
-    ([0, 0, 0, 0], [0, 0, 0, 0], None, "ROC", 1.0),  # testZeroTruePositivesAndFalseNegatives
-    ([1, 1, 1, 1], [1, 1, 1, 1], None, "PR", 1.0),   # testRecallOneAndPrecisionOneGivesOne
-    ([1, 0, 1, 0], [1, 0, 1, 0], None, "ROC", 1.0),  # testAllCorrect
-    ([1, 0, 1, 0], [0, 1, 0, 1], None, "ROC", 0.0)])  # testAllIncorrect
-def test_auc_tf_values(sess, preds, labels, weights, curve, expected):
-    w = None if weights is None else tf.constant(weights, tf.float32)
-    value, update = tf.metrics.auc(tf.constant(labels), tf.constant(preds, tf.float32), w,
-                                   curve=curve)
+def _test_values(shape):
+    return np.reshape(np.cumsum(np.ones(shape)), shape).astype(np.float32)
+
+
+def test_mean_weights_broadcast_as_tf(sess):
+    # MeanTest.testUnweighted: every weight shape TF broadcasts (a rank lower gets a trailing
+    # 1, a rank higher loses its trailing 1); MeanTest.test1xNxNWeighted, testNx1x1Weighted.
+    values = _test_values((3, 2, 4, 1))
+    shapes = [(), (1, 1, 1), (1, 1, 1, 1, 1), (1, 1, 4), (1, 2, 1, 1), (3, 2, 4), (3, 2, 4, 1),
+              (3, 2, 4, 1, 1)]
+    results = [tf.metrics.mean(values, weights=np.ones(s, np.float32)) for s in shapes]
+    v3 = _test_values((3, 2, 4))
+    w1 = np.asarray((5, 7, 11, 3, 2, 13, 7, 5), np.float32).reshape((1, 2, 4))
+    w2 = np.asarray((5, 7, 11), np.float32).reshape((3, 1, 1))
+    weighted = [tf.metrics.mean(v3, weights=w) for w in (w1, w2)]
     sess.run(tf.local_variables_initializer())
-    assert sess.run(update) == pytest.approx(expected, abs=1e-3)
-    assert sess.run(value) == pytest.approx(expected, abs=1e-3)
+    for m, u in results:
+        assert sess.run(u) == pytest.approx(np.mean(values))
+        assert sess.run(m) == pytest.approx(np.mean(values))
+    for (m, u), w in zip(weighted, (w1, w2)):
+        expected = np.sum(w * v3) / np.sum(w * np.ones_like(v3))
+        assert sess.run(u) == pytest.approx(expected, rel=1e-6)
 
 
-def _np_auc(labels, preds, n=200):
-    th = np.array([-1e-7] + [(i + 1) / (n - 1) for i in range(n - 2)] + [1 + 1e-7],
-                  np.float32)
-    pos = preds[None, :] > th[:, None]
-    tp = (pos & labels).sum(1).astype(np.float64)
-    fp = (pos & ~labels).sum(1)
-    fn = labels.sum() - tp
-    tn = (~labels).sum() - fp
-    rec = (tp + 1e-6) / (tp + fn + 1e-6)
-    fpr = fp / (fp + tn + 1e-6)
-    return np.sum((fpr[:-1] - fpr[1:]) * (rec[:-1] + rec[1:]) / 2)
-
-
-def test_auc_streams_over_batches_as_one(sess):
-    rng = np.random.default_rng(0)
-    labels = rng.uniform(size=300) > 0.6
-    preds = np.clip(labels * 0.3 + rng.uniform(size=300) * 0.7, 0, 1).astype(np.float32)
-    lp = tf.placeholder(tf.bool, [None])
-    pp = tf.placeholder(tf.float32, [None])
-    value, update = tf.metrics.auc(lp, pp)
-    assert [v.name for v in tf.local_variables()] == [
-        "auc/true_positives", "auc/false_negatives", "auc/true_negatives",
-        "auc/false_positives"]
-    assert tf.local_variables()[0].shape == (200,)
+def test_mean_invalid_weights_static_and_dynamic(sess):
+    # MeanTest.testInvalidWeights: ValueError at build, OpError at run, TF's message.
+    values = _test_values((3, 2, 4, 1))
+    for bad in [(1,), (1, 1), (3, 2), (2, 4, 1), (4, 2, 4, 1), (3, 3, 4, 1), (3, 2, 5, 1),
+                (3, 2, 4, 2), (1, 1, 1, 1, 1)]:       # TF's: each tuple is the weights' value
+        with pytest.raises(ValueError, match="weights can not be broadcast to values"):
+            tf.metrics.mean(values, np.asarray(bad, np.float32))
+    ph = tf.placeholder(tf.float32)
+    _, update = tf.metrics.mean(ph, np.ones((3, 3, 4, 1), np.float32))
     sess.run(tf.local_variables_initializer())
-    for k in range(0, 300, 100):
-        sess.run(update, {lp: labels[k:k + 100], pp: preds[k:k + 100]})
-    assert sess.run(value) == pytest.approx(_np_auc(labels, preds), abs=1e-5)
-    # The exact ROC AUC (Mann-Whitney) of these values, which 200 thresholds approximate.
-    pos, neg = preds[labels], preds[~labels]
-    exact = np.mean(pos[:, None] > neg[None, :]) + 0.5 * np.mean(pos[:, None] == neg[None, :])
-    assert sess.run(value) == pytest.approx(exact, abs=0.01)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"weights can not be broadcast to values\. values.rank=4"):
+        sess.run(update, {ph: values})
 
 
-def test_auc_arguments_and_bad_predictions(sess):
-    with pytest.raises(ValueError, match="curve must be either ROC or PR, XY unknown"):
-        tf.metrics.auc([True], [0.5], curve="XY")
-    with pytest.raises(ValueError, match="Invalid summation_method: nope"):
-        tf.metrics.auc([True], [0.5], summation_method="nope")
-    _, update = tf.metrics.auc(tf.constant([True, False]), tf.constant([1.5, 0.2]))
+def test_mean_tensor_tf_values(sess):
+    # MeanTensorTest.testVars, testUpdateOpsReturnsCurrentValue, testBinaryWeighted1d,
+    # testWeighted1d, testWeighted2d_1, testWeighted2d_2, testMultiDimensional
+    values = tf.placeholder(tf.float32, [1, 2])
+    weights = tf.placeholder(tf.float32, [1, None])
+    mean, update = tf.metrics.mean_tensor(values)
+    assert [v.name for v in tf.local_variables()] == ["mean/total_tensor", "mean/count_tensor"]
+    cases = [(np.array([[1], [0], [1], [0]], np.float32), [[3.25, 0.5]]),
+             # TF's testWeighted1d expects [[0.8, 3.52]] under assertAllClose(..., 5), i.e.
+             # rtol=5; the weighted mean of [1, 9.1, 0, 4] is 0.078 / 0.025 = 3.12.
+             (np.array([[0.0025], [0.005], [0.01], [0.0075]], np.float32), [[0.8, 3.12]]),
+             (np.array([[1, 1], [1, 0], [0, 1], [0, 0]], np.float32), [[-2.1, 0.5]]),
+             (np.array([[0, 1], [0, 0], [0, 1], [0, 0]], np.float32), [[0, 0.5]])]
+    weighted = [tf.metrics.mean_tensor(values, weights) for _ in cases]
     sess.run(tf.local_variables_initializer())
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"predictions must be in \[0, 1\]"):
-        sess.run(update)
-    for method in ("minoring", "majoring", "careful_interpolation"):
-        v, u = tf.metrics.auc(tf.constant([0, 0, 1, 1]), tf.constant([0.1, 0.4, 0.35, 0.8]),
-                              curve="PR", summation_method=method, num_thresholds=50)
-        sess.run(tf.local_variables_initializer())
-        assert 0.5 < sess.run(u) < 1.0
-    # Explicit thresholds: [-1e-7, 0.5, 1 + 1e-7]; 0.5 separates these perfectly.
-    lo, up = tf.metrics.auc(tf.constant([0, 1]), tf.constant([0.3, 0.7]), thresholds=[0.5])
-    assert tf.local_variables()[-1].shape == (3,)
+    got = [sess.run(update, {values: MEAN_VALUES[i:i + 1]}) for i in range(4)]
+    np.testing.assert_allclose(np.concatenate(got), [[0, 1], [-2.1, 5.05],
+                                                     [2.3 / 3., 10.1 / 3.],
+                                                     [-0.9 / 4., 3.525]], rtol=1e-5)
+    np.testing.assert_allclose(sess.run(mean), [[-0.9 / 4., 3.525]], rtol=1e-5)
+    for (m, u), (w, expected) in zip(weighted, cases):
+        for i in range(4):
+            sess.run(u, {values: MEAN_VALUES[i:i + 1], weights: w[i:i + 1]})
+        np.testing.assert_allclose(sess.run(m), expected, rtol=1e-5, atol=1e-7)
+    m3, u3 = tf.metrics.mean_tensor(tf.placeholder(tf.float32, [2, 2, 2], name="v3"))
     sess.run(tf.local_variables_initializer())
-    assert sess.run(up) == pytest.approx(1.0, abs=1e-5)
+    for val in ([[[1, 2], [1, 2]], [[1, 2], [1, 2]]], [[[1, 2], [1, 2]], [[3, 4], [9, 10]]]):
+        sess.run(u3, {"v3:0": val})
+    np.testing.assert_allclose(sess.run(m3), [[[1, 2], [1, 2]], [[2, 3], [5, 6]]])
+    with pytest.raises(ValueError, match="fully defined static shape"):
+        tf.metrics.mean_tensor(tf.placeholder(tf.float32, [None, 2]))
+
+
+def test_regression_errors_tf_values(sess):
+    # MeanAbsoluteErrorTest / MeanSquaredErrorTest / RootMeanSquaredErrorTest:
+    # testSingleUpdateWithErrorAndWeights (3, 13, sqrt(13)), testSingleUpdateWithError (6,
+    # sqrt(6)); MeanRelativeErrorTest.testSingleUpdateNormalizedByLabels / ByZeros; testVars
+    p4 = tf.constant([2, 4, 6, 8], shape=(1, 4), dtype=tf.float32)
+    l4 = tf.constant([1, 3, 2, 3], shape=(1, 4), dtype=tf.float32)
+    w4 = tf.constant([0, 1, 0, 1], shape=(1, 4))
+    p3 = tf.constant([2, 4, 6], shape=(1, 3), dtype=tf.float32)
+    l3 = tf.constant([1, 3, 2], shape=(1, 3), dtype=tf.float32)
+    ops = [tf.metrics.mean_absolute_error(l4, p4, w4),
+           tf.metrics.mean_squared_error(l4, p4, w4),
+           tf.metrics.root_mean_squared_error(l4, p4, w4),
+           tf.metrics.mean_squared_error(l3, p3),
+           tf.metrics.root_mean_squared_error(l3, p3),
+           tf.metrics.mean_relative_error(l4, p4, normalizer=l4),
+           tf.metrics.mean_relative_error(l4, p4, normalizer=tf.zeros_like(l4))]
+    assert [v.name for v in tf.local_variables()][:6] == [
+        "mean_absolute_error/total", "mean_absolute_error/count", "mean_squared_error/total",
+        "mean_squared_error/count", "root_mean_squared_error/total",
+        "root_mean_squared_error/count"]
+    assert tf.local_variables()[10].name == "mean_relative_error/total"
+    rel = np.mean(np.abs(np.array([2, 4, 6, 8.]) - [1, 3, 2, 3]) / [1, 3, 2, 3])
+    expected = [3, 13, np.sqrt(13), 6, np.sqrt(6), rel, 0.0]
+    sess.run(tf.local_variables_initializer())
+    np.testing.assert_allclose(sess.run([u for _, u in ops]), expected, rtol=1e-6)
+    np.testing.assert_allclose(sess.run([v for v, _ in ops]), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="incompatible"):
+        tf.metrics.mean_squared_error(tf.ones((10, 3)), tf.ones((10, 4)))
+
+
+def test_squared_and_absolute_errors_over_batches(sess):
+    # MeanSquaredErrorTest.testMultipleBatchesOfSizeOne, testMetricsComputedConcurrently,
+    # testMultipleMetricsOnMultipleBatchesOfSizeOne: 208/6, 79/6, mae 32/6
+    preds0, labels0 = [[10, 8, 6], [-4, 3, -1]], [[1, 3, 2], [2, 4, 6]]
+    preds1, labels1 = [[0, 1, 1], [1, 1, 0]], [[-5, -3, -1], [5, 4, 3]]
+    p0, l0, p1, l1 = (tf.placeholder(tf.float32, [1, 3]) for _ in range(4))
+    mse0, up0 = tf.metrics.mean_squared_error(l0, p0, name="msd0")
+    mse1, up1 = tf.metrics.mean_squared_error(l1, p1, name="msd1")
+    mae, up_mae = tf.metrics.mean_absolute_error(l0, p0)
+    assert tf.local_variables()[0].name == "msd0/total"
+    sess.run(tf.local_variables_initializer())
+    for i in range(2):
+        sess.run([up0, up1, up_mae], {p0: preds0[i:i + 1], l0: labels0[i:i + 1],
+                                      p1: preds1[i:i + 1], l1: labels1[i:i + 1]})
+    np.testing.assert_allclose(sess.run([mse0, mse1, mae]), [208 / 6, 79 / 6, 32 / 6],
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("preds,shape,weights,expected", [
+    ("1 0 0;0 0 1;0 1 0", (1, 3, 3), None, 0.0),                 # testSingleUpdateZeroError
+    ("1 0 0;0 0 -1;1 0 0", (3, 1, 3), None, 1.0),                # testSingleUpdateWithError1
+    ("1 0 0;0 0 -1;1 0 0", (3, 1, 3), [1, 0, 0], 0.0),     # testSingleUpdateWithErrorAndWeights1
+    ("1 0 0;0 0 -1;1 0 0", (3, 1, 3), [0, 1, 1], 1.5)])    # testSingleUpdateWithErrorAndWeights2
+def test_mean_cosine_distance_tf_values(sess, preds, shape, weights, expected):
+    labels = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], np.float32).reshape(shape)
+    p = np.array([[float(x) for x in row.split()] for row in preds.split(";")],
+                 np.float32).reshape(shape)
+    w = None if weights is None else np.array(weights, np.float32).reshape(3, 1, 1)
+    dist, update = tf.metrics.mean_cosine_distance(labels, p, dim=2, weights=w)
+    assert [v.name for v in tf.local_variables()] == ["mean_cosine_distance/total",
+                                                     "mean_cosine_distance/count"]
+    sess.run(tf.local_variables_initializer())
+    assert sess.run(update) == pytest.approx(expected, abs=1e-6)
+    assert sess.run(dist) == pytest.approx(expected, abs=1e-6)
+
+
+def test_mean_cosine_distance_unit_vectors_tf_value(sess):
+    # MeanCosineDistanceTest.testSingleUpdateWithError2: opposite and orthogonal vectors
+    p = np.array([[0.819031913261206, 0.567041924552012, 0.087465312324590],
+                  [-0.665139432070255, -0.739487441769973, -0.103671883216994],
+                  [0.707106781186548, -0.707106781186548, 0]], np.float32).reshape(3, 1, 3)
+    lab = np.abs(p)
+    dist, update = tf.metrics.mean_cosine_distance(lab, p, dim=2)
+    sess.run(tf.local_variables_initializer())
+    assert sess.run(update) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_percentage_below_tf_values(sess):
+    # PcntBelowThreshTest.testVars, testOneUpdate, testSomePresentOneUpdate
+    values = tf.constant([2, 4, 6, 8], shape=(1, 4), dtype=tf.float32)
+    weights = tf.constant([1, 0, 0, 1], shape=(1, 4), dtype=tf.float32)
+    plain = [tf.metrics.percentage_below(values, t, name=n)
+             for t, n in ((100, "high"), (7, "medium"), (1, "low"))]
+    weighted = [tf.metrics.percentage_below(values, t, weights=weights)
+                for t in (100, 7, 1)]
+    assert tf.local_variables()[6].name == "percentage_below_threshold/total"
+    sess.run(tf.local_variables_initializer())
+    sess.run([u for _, u in plain])
+    np.testing.assert_allclose(sess.run([v for v, _ in plain]), [1.0, 0.75, 0.0])
+    assert sess.run([u for _, u in weighted]) == [1.0, 0.5, 0.0]
 
 
 def test_local_variables_not_saved_not_global():

@@ -137,6 +137,28 @@ def test_fused_op_value_and_gradient_on_arrays(name):
                                atol=1e-7)
 
 
+@pytest.mark.parametrize("shape", [(6, 5, 4, 16), (7, 3, 5, 2), (9, 1), (5, 4, 1)])
+def test_bias_add_channels_last_value_and_gradient(fresh_graph, shape):  # noqa: F811
+    # A conv layer's bias: value + bias per channel, and the bias gradient dy summed over
+    # N, H, W (float32, channels last). Rank 3 and up add along rows of W * C values, and
+    # two or more channels sum by einsum over the [-1, C] view: both must give numpy's
+    # float32 results bit for bit (one channel keeps np.sum).
+    rng = np.random.default_rng(3)
+    w = rng.normal(0, 100, shape).astype(np.float32)
+    xv = rng.normal(0, 10, shape).astype(np.float32)
+    bv = rng.normal(0, 10, shape[-1]).astype(np.float32)
+    x = psrt.placeholder(psrt.float32, [None] + list(shape[1:]))
+    b = psrt.Variable(bv)
+    y = psrt.nn.bias_add(x, b)
+    (grad,) = psrt.gradients(psrt.reduce_sum(y * w), [b])
+    with psrt.Session() as sess:
+        sess.run(psrt.global_variables_initializer())
+        got_y, got = sess.run([y, grad], {x: xv})
+    assert got_y.dtype == got.dtype == np.float32
+    np.testing.assert_array_equal(got_y, xv + bv)
+    np.testing.assert_array_equal(got, w.sum(axis=tuple(range(len(shape) - 1))))
+
+
 def test_fused_ops_as_graph_tensors_train_with_their_own_gradients(fresh_graph):  # noqa: F811
     # A two-layer model written with psrt.nn on placeholders; one GradientDescent step
     # (lr 1) must move each variable by exactly minus the gradient that autograd computes

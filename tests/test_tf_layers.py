@@ -340,8 +340,10 @@ def test_bn_bad_arguments():
         tf.layers.batch_normalization(tf.placeholder(tf.float32))
     with pytest.raises(ValueError, match="Invalid axis"):
         tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, 3]), axis=4)
-    with pytest.raises(NotImplementedError, match="renorm"):
-        tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, 3]), renorm=True)
+    with pytest.raises(NotImplementedError, match="adjustment"):
+        tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, 3]),
+                                      adjustment=lambda shape: (1.0, 0.0))
+    # (renorm and virtual_batch_size: tests/test_tf_layers_bn_renorm.py)
 
 
 def test_conv_and_pool_layers_are_faced():

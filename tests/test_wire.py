@@ -140,12 +140,12 @@ def var_spec(name: bytes, dtype=fr.FLOAT32, shape=(2,), optimizer=1, rank=None, 
 BAD_HEADERS = [
     ("magic", lambda ids: fr.header(fr.PING, magic=0xDEADBEEF), fr.INVALID_ARGUMENT,
      ["magic", "0xdeadbeef", "0x54525350"]),
-    ("version 4", lambda ids: fr.header(fr.PING, version=4), fr.FAILED_PRECONDITION,
-     ["version 4", "version 7"]),
+    ("version 6", lambda ids: fr.header(fr.PING, version=6), fr.FAILED_PRECONDITION,
+     ["version 6", "version 7"]),
     ("version 0", lambda ids: fr.header(fr.PING, version=0), fr.FAILED_PRECONDITION,
      ["version 0", "version 7"]),
-    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..17"]),
-    ("op 18", lambda ids: fr.header(18), fr.INVALID_ARGUMENT, ["unknown op 18"]),
+    ("op 0", lambda ids: fr.header(0), fr.INVALID_ARGUMENT, ["unknown op 0", "1..19"]),
+    ("op 20", lambda ids: fr.header(20), fr.INVALID_ARGUMENT, ["unknown op 20"]),
     ("op 255", lambda ids: fr.header(255), fr.INVALID_ARGUMENT, ["unknown op 255"]),
     ("dtype code", lambda ids: fr.header(fr.PULL, var_id=ids["W"], dtype=9),
      fr.INVALID_ARGUMENT, ["dtype code 9"]),
@@ -153,8 +153,11 @@ BAD_HEADERS = [
      ["status code 99"]),
     ("status 3 on request", lambda ids: fr.header(fr.PING, status=3), fr.INVALID_ARGUMENT,
      ["status code 3", "requests must carry 0"]),
-    ("flags2", lambda ids: fr.header(fr.PING, flags2=0x10), fr.INVALID_ARGUMENT,
-     ["flags2 bits 16"]),
+    ("flags2 bit 4", lambda ids: fr.header(fr.PING, flags2=0x10), fr.INVALID_ARGUMENT,
+     ["flags2 bits 0x10", "0x01 SEQUENCED", "0x08 STALE"]),
+    ("flags2 reply bits on a request",
+     lambda ids: fr.header(fr.PULL, var_id=ids["W"], flags2=fr.F2_DUPLICATE | fr.F2_AWAITING),
+     fr.INVALID_ARGUMENT, ["flags2 bits 0x06", "not valid on a request"]),
     ("reserved2", lambda ids: fr.header(fr.PING, reserved2=5), fr.INVALID_ARGUMENT,
      ["reserved"]),
     ("reply flag", lambda ids: fr.header(fr.PULL, var_id=ids["W"], flags=fr.F_REPLY),
@@ -215,7 +218,7 @@ def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
         sock.sendall(fr.header(255))
         _, msg = expect_error(sock, fr.INVALID_ARGUMENT, "unknown op 255")
     max_op = int(re.search(r"valid ops are 1\.\.(\d+)", msg).group(1))
-    assert (version, max_op) == (7, 17)   # csrc/wire.h: kWireVersion, kMaxOp (CLUSTER_INFO)
+    assert (version, max_op) == (7, 19)   # csrc/wire.h: kWireVersion, kMaxOp (REPLICA_INSTALL)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(repo, "docs", "protocol.md"), encoding="utf-8") as f:
         doc = f.read()
@@ -225,12 +228,27 @@ def test_protocol_doc_states_the_version_and_op_range_a_ps_task_speaks(ps):
     assert f"| `version` ≠ {version} " in doc
     assert f"| `op` = 0 or > {max_op} " in doc
     assert f"operation code, 1..{max_op} " in doc
-    assert f"\n| {max_op} | CLUSTER_INFO |" in doc and f"\n| {max_op + 1} |" not in doc
+    assert f"\n| {max_op} | REPLICA_INSTALL |" in doc
+    assert not re.search(r"\n\| %d \| [A-Z_]+ \|" % (max_op + 1), doc)  # no op row past it
     # No stale number is left in the header checks or the set-up.
     stale = [line for line in doc.splitlines()
              if re.search(r"`version` ≠ (?!%d\b)\d|`op` = 0 or > (?!%d\b)\d" % (version, max_op),
                           line)]
     assert stale == []
+
+
+def test_protocol_doc_hello_example_is_the_documented_layout():
+    """docs/protocol.md's HELLO example (version 7, with a client id) is byte for byte what
+    tests/_frames.py packs from the documented fields."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(repo, "docs", "protocol.md"), encoding="utf-8") as f:
+        doc = f.read()
+    block = doc.split("from a Client whose id is `0x0123456789abcdef`:\n```\n", 1)[1]
+    block = block.split("```", 1)[0]
+    example = bytes.fromhex(" ".join(line[:49] for line in block.splitlines()))
+    want = fr.frame(fr.HELLO, fr.hello_payload(b"worker", b"ps", 0,
+                                               client_id=0x0123456789ABCDEF), var_id=1)
+    assert example == want
 
 
 # ---- Per-op mismatches: an error reply, the payload discarded, the stream stays in step ---
@@ -496,7 +514,7 @@ def random_frame(rng: random.Random, ids: dict[str, int]) -> bytes:
         if op == fr.STEP_INCREMENT:
             var_id = rng.choice([ids["W"], 99])
     payload = rng.randbytes(n)
-    flags2 = 0x10 if rng.random() < 0.03 else 0  # a flags2 bit no version defines
+    flags2 = rng.choice([1, 2, 4, 8, 16, 128]) if rng.random() < 0.03 else 0
     return fr.frame(op, payload, var_id=var_id, flags=flags, dtype=dtype, slot=slot,
                     count=count, flags2=flags2, step=rng.getrandbits(63),
                     request_id=rng.getrandbits(64), arg0=rng.random())

@@ -64,7 +64,7 @@ from psrt.framework.dtypes import (  # noqa: A004  (TF's names: psrt.bool is tf.
     uint16,
     uint8,
 )
-from psrt.framework.indexed_slices import IndexedSlices
+from psrt.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from psrt.framework.constant_op import constant, convert_to_tensor
 from psrt.framework.ops import (
     GLOBAL_VARIABLES,
@@ -321,6 +321,7 @@ __all__ = [
     "Graph",
     "GraphKeys",
     "IndexedSlices",
+    "IndexedSlicesValue",
     "PaddingFIFOQueue",
     "PartitionedVariable",
     "QueueBase",

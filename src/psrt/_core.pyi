@@ -180,6 +180,36 @@ class Server:
         """Events since the last call, oldest first: failed authentication (with the peer's
         host:port), unauthenticated requests, idle or silent peers closed, peers refused past
         max_connections. At most 1000 are kept."""
+    # ---- ps replication (wire version 7; docs/protocol.md "Replication") ----
+    def set_replication(self, on: bool) -> None:
+        """Turns replication on (before serving): every mutation holds its variable's
+        replication section, a variable registered without a value awaits a copy (its
+        mutations wait for it up to replica_wait_s, its reads answer AWAITING), and
+        REPLICA_READ / REPLICA_INSTALL are served. Off (the default): none of it, no lock
+        taken; turning it off ends every awaiting state."""
+    @property
+    def replication(self) -> bool:
+        """Whether replication is on."""
+    @property
+    def replica_wait_s(self) -> float:
+        """Seconds a mutation of an awaiting variable waits for its copy before it proceeds
+        (and fails as uninitialized); default 30. InvalidArgumentError outside 0..3600."""
+    @replica_wait_s.setter
+    def replica_wait_s(self, value: float) -> None: ...
+    def awaiting_variables(self) -> list[str]:
+        """Names of the variables awaiting a copy, in id order (cheap when none)."""
+    def marks(self) -> list[tuple[int, int]]:
+        """(client id, highest SEQUENCED request id completed) per client, sorted by client
+        id; at most 4096 clients (the least recently used is dropped)."""
+    def replica_install(self, name: str, state: bytes) -> None:
+        """Installs a ReplicaState (Client.replica_read's bytes) into the variable `name`, all
+        or nothing: value, slots, optimizer state, synchronous state or table rows, and the
+        record's marks as the variable's install marks (SEQUENCED requests at or below them
+        are duplicates). The variable becomes initialized and awaits no more; the model epoch
+        does not change. NotFoundError for an unknown name; InvalidArgumentError naming both
+        declarations for another variable's record, or naming the bad count, index or length;
+        FailedPreconditionError when replication is off; ResourceExhaustedError out of
+        memory or past a table's max_rows. Runs without the GIL."""
 
 class Client:
     """A worker's connections to its ps tasks (shards). Batched calls send every request to
@@ -378,6 +408,13 @@ class Client:
     def cluster_info(self, shard: int) -> bytes:
         """The cluster definition (JSON) the task at `shard` was started with; b"" when
         it has none."""
+    def replica_read(self, shard: int, var_id: int) -> bytes:
+        """REPLICA_READ (wire version 7): the ReplicaState record (docs/protocol.md) of the
+        variable with id var_id (list_variables' "id") on `shard`, taken in its exclusive
+        replication section, for a ps task's copier (Server.replica_install).
+        FailedPreconditionError when that ps task's replication is off or the variable holds
+        no value (uninitialized or awaiting a copy itself); ResourceExhaustedError naming it
+        past the ps task's max_payload; NotFoundError for an unknown id."""
     def ping(self, shards: Sequence[int]) -> None: ...
     def worker_done(self, job: str, task: int) -> None:
         """Tells every connected shard that worker /job:job/task:task closed its session
@@ -395,8 +432,5 @@ class Client:
         """(shard, "whole" | "joining" | "dead") of every shard that is a replica."""
     def failovers(self) -> int:
         """How many times a lost replica's reads moved to another whole replica."""
-    def replica_read(self, shard: int, var_id: int) -> bytes:
-        """The ReplicaState record (docs/protocol.md) of variable `var_id` (list_variables'
-        id) on shard `shard`, raw: the ps-side copier's REPLICA_READ."""
     def close(self) -> None:
         """Closes every connection (idempotent); later calls raise CancelledError."""

@@ -6,9 +6,22 @@ from psrt.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from psrt.ops.conv3d_ops import conv3d, conv3d_transpose, convolution
 from psrt.ops.conv_backprop_ops import conv2d_backprop_filter, conv2d_backprop_input
-from psrt.ops.conv_ops import atrous_conv2d, conv1d, conv2d, conv2d_transpose, convolution
-from psrt.ops.depthwise_conv_ops import depthwise_conv2d, separable_conv2d
+from psrt.ops.conv_ops import (
+    atrous_conv2d,
+    atrous_conv2d_transpose,
+    conv1d,
+    conv2d,
+    conv2d_transpose,
+)
+from psrt.ops.depthwise_conv_ops import (
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
 from psrt.ops.embedding_ops import (
     embedding_lookup,
     embedding_lookup_sparse,
@@ -53,11 +66,14 @@ from psrt.ops.nn_ops_extra import (
     softsign,
     top_k,
 )
-from psrt.ops.pooling_ops import avg_pool, max_pool, pool
+from psrt.ops.pooling3d_ops import avg_pool3d, max_pool3d
+from psrt.ops.pooling_ops import avg_pool, max_pool, max_pool_with_argmax, pool
 
 __all__ = [
     "atrous_conv2d",
+    "atrous_conv2d_transpose",
     "avg_pool",
+    "avg_pool3d",
     "batch_normalization",
     "bias_add",
     "compute_accidental_hits",
@@ -66,8 +82,13 @@ __all__ = [
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
     "conv2d_transpose",
+    "conv3d",
+    "conv3d_transpose",
     "convolution",
     "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
     "dropout",
     "elu",
     "embedding_lookup",
@@ -83,6 +104,8 @@ __all__ = [
     "lrn",
     "matmul",
     "max_pool",
+    "max_pool3d",
+    "max_pool_with_argmax",
     "moments",
     "nce_loss",
     "pool",

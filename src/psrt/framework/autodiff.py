@@ -3,26 +3,22 @@
 A :class:`Plan` orders the nodes a set of tensors needs; :func:`evaluate` computes them from
 the run's feeds and variable values; :func:`value_and_gradients` traces the same computation
 with autograd (HIPS) and returns the loss with its gradients with respect to the variables, as
-``tf.gradients`` does for a TF1 graph. What a session run does with them is the executor's
-business (psrt/runtime/executor.py)."""
+``tf.gradients`` does for a TF1 graph. :class:`Backward` is the kernel of a ``tf.gradients``
+op: its backward pass runs on the forward values of its own run (:func:`evaluate` computes the
+ops it differentiates once, with their gradient functions). What a session run does with
+them is the executor's business (psrt/runtime/executor.py); the conversion of its feeds is
+psrt/framework/feeds.py's."""
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from psrt.framework import dtypes as _dtypes
 from psrt.framework import errors
-from psrt.framework.ops import Graph, VariableBase
-from psrt.framework.tensor import (
-    Node,
-    RunInput,
-    Tensor,
-    _shape_str,
-    _shape_tuple_str,
-)
+from psrt.framework.feeds import missing_feed
+from psrt.framework.ops import VariableBase
+from psrt.framework.tensor import Node, RunInput, Tensor, py_func
 
 
 class Plan:
@@ -32,7 +28,7 @@ class Plan:
     tensor depends on)."""
 
     __slots__ = ("nodes", "variables", "placeholders", "derived_names", "run_inputs",
-                 "lookups")
+                 "lookups", "backwards", "program")
 
     def __init__(self, targets: Iterable[Tensor], fed: Any = ()) -> None:
         self.nodes: list[Node] = []
@@ -74,15 +70,25 @@ class Plan:
                         seen_vars.add(id(x))
                         self.run_inputs.append(x)
         self.derived_names = frozenset(n.name for n in self.nodes if n.type == "PyFunc")
+        # The ``tf.gradients`` ops among the nodes (:class:`Backward`): evaluate computes
+        # the forward ops they differentiate with their gradient functions, once.
+        self.backwards = _backwards_of(self.nodes)
+        self.program: list[tuple[Node, Any]] | None = None
+
+
+def _backwards_of(nodes: list[Node]) -> list[Node]:
+    return [n for n in nodes if isinstance(n.func, Backward)]
 
 
 class Nodes:
     """A plan of the given ops only (in order), for :func:`evaluate`."""
 
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "backwards", "program")
 
     def __init__(self, nodes: list[Node]) -> None:
         self.nodes = nodes
+        self.backwards = _backwards_of(nodes)
+        self.program: list[tuple[Node, Any]] | None = None
 
 
 def local_prefix(plan: Plan, feeds: dict[str, Any]) -> list[Node]:
@@ -120,171 +126,27 @@ def plan_for(targets: Sequence[Tensor], feeds: dict[str, Any]) -> Plan:
     return plan
 
 
-def missing_feed(p: Tensor) -> errors.InvalidArgumentError:
-    """TF's error for an unfed placeholder (``tensorflow/core/kernels/placeholder_op.cc``)."""
-    dt = p.dtype
-    dname = _dtypes.TF_NAMES.get(dt.name, dt.name) if dt is not None else "unknown"
-    shape = "" if p._shape is None else f" and shape {_shape_str(p._shape)}"
-    return errors.InvalidArgumentError(
-        None, None, f"You must feed a value for placeholder tensor '{p.op.name}' with dtype "
-        f"{dname}{shape}")
-
-
-def convert_feed(p: Tensor, value: Any, check_shape: bool = True) -> Any:
-    """A fed value as TF's session converts it (tensorflow/python/client/session.py,
-    ``BaseSession._run``): to the tensor's dtype (:func:`exact_feed_array`), then its shape
-    checked against the tensor's (ValueError "Cannot feed value of shape ...").
-
-    Raises:
-        InvalidArgumentError: a value that does not convert exactly to the dtype (see
-            :func:`exact_feed_array`), naming the tensor, the dtype and the value.
-        ValueError: the shape is not the tensor's (with ``check_shape``).
-    """
-    if p.dtype is not None:
-        arr = exact_feed_array(p.op.name, p.dtype, value)
-    else:
-        arr = np.asarray(value)
-    if check_shape and p._shape is not None:
-        ok = arr.ndim == len(p._shape) and all(d is None or d == n
-                                                for d, n in zip(p._shape, arr.shape))
-        if not ok:
-            raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
-                             f"'{p.name}', which has shape '{_shape_tuple_str(p._shape)}'")
-    return arr
-
-
-def exact_feed_array(name: str, dtype: Any, value: Any) -> np.ndarray:
-    """``value`` as an array of ``dtype``, for a feed of the tensor ``name``, refusing what
-    does not convert exactly.
-
-    TF's session (tensorflow/python/client/session.py, r1.15, ``BaseSession._run``)
-    converts a feed with ``np.asarray(value, dtype=...)`` after refusing a Python int that
-    does not survive that conversion (``_convert_to_numpy_obj(dtype, v) != v``: "Type of feed
-    value ... is not compatible with Tensor type ..."). psrt applies the same round-trip rule
-    to every element, so none of numpy's silent conversions reaches the model: None (NaN in
-    a float feed), strings (numpy parses "1.5"), complex numbers in a real feed, 1.5 in an
-    integer feed (numpy truncates it to 1), integers outside the dtype's range (numpy wraps
-    them), 2 in a bool feed, an integer a float dtype cannot hold (2**24 + 1 in float32), a
-    finite float that overflows to inf. A float rounded to a narrower float dtype (0.1 into
-    float32) is the one inexact conversion accepted, as in TF. ``string`` (object) feeds are
-    converted as numpy does.
-
-    Args:
-        name: The fed tensor's op name (for the error).
-        dtype: Its numpy dtype.
-        value: The fed value: an array, a scalar or nested lists.
-
-    Returns:
-        An ndarray of ``dtype`` (``value`` itself when it is one already).
-
-    Raises:
-        InvalidArgumentError: naming the tensor, the dtype, the offending element (and its
-            index) and what the dtype takes; nothing of the run has been sent.
-    """
-    dt = np.dtype(dtype)
-    if isinstance(value, np.ndarray) and value.dtype == dt:
-        return value
-    if dt.kind not in "biufc":
-        return np.asarray(value, dtype=dt)
-    src = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if src.dtype.kind in "USV" and not isinstance(value, np.ndarray):
-        src = np.asarray(value, dtype=object)   # numpy made strings of all: find the one
-    if src.dtype.kind == "O":
-        src = _numbers_of(name, dt, src)
-    if src.dtype.kind not in "biufc":
-        _refuse(name, dt, src, np.ones(src.shape, bool))
-    if src.dtype.kind == "c" and dt.kind != "c":
-        if (src.imag != 0).any():
-            _refuse(name, dt, src, src.imag != 0)
-        src = src.real
-    with np.errstate(all="ignore"):
-        arr = src.astype(dt)
-        bad = _inexact(src, arr, dt)
-    if bad is not None and bad.any():
-        _refuse(name, dt, src, bad)
-    return arr
-
-
-def _numbers_of(name: str, dt: np.dtype, src: np.ndarray) -> np.ndarray:
-    """An object array (a feed with None, Decimals, huge ints ...) as a numeric array, or the
-    refusal of its first element that is not a number numpy can hold."""
-    flat = src.reshape(-1)
-    for i, x in enumerate(flat):
-        if not isinstance(x, (numbers.Number, np.bool_)) or np.asarray(x).dtype.kind == "O":
-            bad = np.zeros(flat.shape, bool)
-            bad[i] = True
-            _refuse(name, dt, src, bad.reshape(src.shape))
-    return np.array(src.tolist())
-
-
-def _inexact(src: np.ndarray, arr: np.ndarray, dt: np.dtype) -> Any:
-    """Where ``arr`` (``src`` converted to ``dt``) differs from ``src`` beyond the rounding
-    of a float to a narrower float; None when nothing can differ."""
-    sk, tk = src.dtype.kind, dt.kind
-    if tk == "c" or sk == "b":
-        return None
-    if tk == "b":
-        return (src != 0) & (src != 1)
-    if tk in "iu" and sk in "iu":
-        if np.can_cast(src.dtype, dt, "safe"):
-            return None
-        info = np.iinfo(dt)
-        return (src < info.min) | (src > info.max)
-    if tk in "iu" or sk in "iu":
-        # float -> int: fractions, NaN, inf and values out of range do not come back; int ->
-        # float: integers past the float's mantissa do not (a narrower int always does).
-        if sk in "iu" and src.dtype.itemsize < dt.itemsize:
-            return None
-        return arr.astype(src.dtype) != src
-    if dt.itemsize >= src.dtype.itemsize:   # float -> float as wide: exact
-        return None
-    inf = np.isinf(arr)
-    return inf & np.isfinite(src) if inf.any() else None
-
-
-def _refuse(name: str, dt: np.dtype, src: np.ndarray, bad: np.ndarray) -> None:
-    index = tuple(int(i) for i in np.argwhere(bad)[0]) if src.ndim else ()
-    elem = src[index] if index else src[()]
-    elem = elem.item() if isinstance(elem, np.generic) else elem
-    where = f" (element {list(index)} of the fed value)" if index else ""
-    if dt.kind == "b":
-        takes = "True, False, 0 or 1"
-    elif dt.kind in "iu":
-        info = np.iinfo(dt)
-        takes = f"integers in [{info.min}, {info.max}]"
-    elif dt.kind == "f":
-        fi = np.finfo(dt)
-        takes = (f"bools, integers up to 2**{fi.nmant + 1} in magnitude and floats up to "
-                 f"{float(fi.max):g}")
-    else:
-        takes = "bools, integers, floats and complex numbers"
-    raise errors.InvalidArgumentError(
-        None, None, f"Cannot feed {elem!r}{where} to '{name}' of dtype {dt.name}: it does not "
-        f"convert exactly to {dt.name}; a feed of dtype {dt.name} takes {takes} (None, strings "
-        f"and values numpy would truncate, wrap or turn into NaN are refused)")
-
-
-def feed_name(key: Any, graph: Graph | None = None) -> str:
-    """The name a ``feed_dict`` key stands for: a Tensor's op name, a name without ``:0``,
-    or the ``name`` of another object."""
-    if isinstance(key, Tensor):
-        return key.op.name
-    if isinstance(key, str):
-        name = key
-    elif hasattr(key, "name"):
-        name = key.name
-    else:
-        raise TypeError(f"feed_dict key {key!r} must be a placeholder, a name (str) or have "
-                        f"a .name")
-    return name[:-2] if name.endswith(":0") else name
-
-
 def evaluate(plan: Plan, var_values: dict[int, Any], feeds: dict[str, Any],
              memo: dict[int, Any]) -> None:
     """Computes every op of ``plan`` not in ``memo`` (keyed by id of Tensor), in order.
     ``var_values`` maps id(variable) to its value in this run; fed tensors take their
-    feed."""
-    for node in plan.nodes:
+    feed.
+
+    A plan with ``tf.gradients`` ops (:class:`Backward`) computes each op its backward
+    passes go through once, with its gradient function (kept in ``memo`` under the negative
+    id of its node, ``(argument positions, gradient function)``), and each backward pass
+    from those: the fetched forward values and the gradients come from one forward pass
+    (one draw of every random op, one call of every ``py_func``), as in TF, where a run
+    evaluates each op once."""
+    if plan.backwards:
+        _evaluate_differentiating(plan, var_values, feeds, memo)
+        return
+    _evaluate_nodes(plan.nodes, var_values, feeds, memo)
+
+
+def _evaluate_nodes(nodes: list[Node], var_values: dict[int, Any], feeds: dict[str, Any],
+                    memo: dict[int, Any]) -> None:
+    for node in nodes:
         outs = node.outputs
         if id(outs[0]) in memo:
             continue
@@ -375,7 +237,7 @@ def _traced(node: Node, act: list[int], var_values: dict[int, Any], feeds: dict[
                 local[id(x)] = new_box(vals[id(x)], trace, root)
             else:
                 overlay[id(x)] = new_box(var_values[id(x)], trace, root)
-        evaluate(_OneNode(node), overlay, feeds, local)  # type: ignore[arg-type]
+        _evaluate_nodes([node], overlay, feeds, local)
     ends = [local[id(t)] for t in node.outputs]
     for t, e in zip(node.outputs, ends):
         vals[id(t)] = getval(e)
@@ -455,16 +317,31 @@ def _gradient_program(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
 class _OneNode:
     """A plan of one op, to run :func:`evaluate` on it alone."""
 
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "backwards", "program")
 
     def __init__(self, node: Node) -> None:
         self.nodes = [node]
+        self.backwards = [node] if isinstance(node.func, Backward) else []
+        self.program: list[tuple[Node, Any]] | None = None
+
+
+def run_constants(plan: Plan, memo: dict[int, Any]) -> dict[int, Any]:
+    """The values in ``memo`` (this run's) of the plan's ``stop_gradient`` outputs: for
+    ``value_and_gradients``' ``known``. TF computes each tensor once per run, so a value an
+    earlier op of the run computed (batch renorm's corrections, computed by the update ops
+    before they change the averages the corrections read) is the training step's too; it
+    passes no gradient back, so the gradients are those of the constant."""
+    out: dict[int, Any] = {}
+    for node in plan.nodes:
+        if node.stops_gradient and id(node.outputs[0]) in memo:
+            out[id(node.outputs[0])] = memo[id(node.outputs[0])]
+    return out
 
 
 def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
                         var_values: dict[int, Any], feeds: dict[str, Any],
-                        memo: dict[int, Any], known: dict[int, Any] | None = None
-                        ) -> tuple[Any, list[Any]]:
+                        memo: dict[int, Any], known: dict[int, Any] | None = None,
+                        keep_tape: bool = False) -> tuple[Any, list[Any]]:
     """``loss``'s value and its gradient for each of ``diff_vars`` (arrays of each
     variable's dtype; zeros for a variable the loss reads but does not depend on), by
     reverse-mode autodiff over the plan's ops. Every tensor computed on the way is left in
@@ -476,7 +353,9 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
     (``Node.vjp``: psrt.nn's fused ops, the tensor operators, custom_gradient functions)
     runs it with no tracing; any other op is traced alone by autograd. The backward pass
     then walks the ops in reverse, as TF's ``gradients`` walks the graph: the Python cost
-    per step is one call per op, not one per numpy call inside the ops."""
+    per step is one call per op, not one per numpy call inside the ops. With ``keep_tape``
+    the gradient function of each op is left in ``memo`` too (as :func:`evaluate` keeps
+    them), for ``tf.gradients`` tensors fetched in the same run to reuse."""
     vals: dict[int, Any] = dict(known) if known else {}   # id(Tensor) -> value this step
     tape: list[tuple[Any, Any]] = []
     program, loss_active = _gradient_program(plan, loss, diff_vars, var_values, feeds)
@@ -494,6 +373,8 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
         else:              # traced by autograd
             grad_fn = _traced(node, act, var_values, feeds, vals)
         tape.append((back, grad_fn))
+        if keep_tape:
+            vals[-id(node)] = (tuple(act), grad_fn)
     value = vals[id(loss)]
     if memo:
         for key, val in vals.items():
@@ -537,3 +418,283 @@ def value_and_gradients(plan: Plan, loss: Tensor, diff_vars: Sequence[Any],
             out.append(g if g.dtype == dt and g.flags.c_contiguous
                        else np.require(g, dt, "C"))
     return value, out
+
+
+# ---- tf.gradients: backward passes from the run's own forward pass --------------------------
+
+
+class NotDifferentiable:
+    """An op kernel (``fwd(needs, *args) -> (value, grad_fn)``) whose op passes no gradient
+    to its inputs, as an op TF declares with ``ops.NotDifferentiable`` (``StopGradient``):
+    ``tf.gradients`` finds no path through it, so an ``x`` reached only through it gets
+    None (TF's ``StopGradientTest``), and backward passes stop there."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.kernel(*args, **kwargs)
+
+
+def differentiable(x: Any) -> bool:
+    """Whether a gradient flows through ``x`` (a Tensor, Variable or run input): a float or
+    complex dtype, or one not declared. TF's gradients_util ``_IsBackpropagatable``: "All
+    integer tensors are considered constant with respect to all ``xs``" (gradients_impl.py,
+    r1.15)."""
+    dt = getattr(x, "dtype", None)
+    return dt is None or np.dtype(dt).kind in "fc"
+
+
+def _second_order(needs: Any, *args: Any) -> Any:
+    raise NotImplementedError("psrt cannot differentiate a tf.gradients tensor (second "
+                              "derivatives, hessians): its op has no gradient")
+
+
+class Backward:
+    """The kernel of one ``tf.gradients`` op (built by psrt/ops/gradients_impl.py): the
+    gradient of ``sum(ys)``, each ``ys[i]`` weighted by ``grad_ys[i]``, with respect to each
+    of ``seeds``, from the forward values of the run that computes it.
+
+    ``seeds`` are what is differentiated: Tensors and Variables (dense gradients, arrays of
+    their values' shapes) and run inputs read by ops with a ``row_slices(dy, *args)`` method
+    (an embedding lookup's rows of a variable: for each, the list of ``(values, indices)``
+    pieces TF's gather gradient gives per lookup). ``stops`` are the ids of nodes not to
+    differentiate through (``stop_gradients``). ``finish`` turns the list of seed gradients
+    into the op's value.
+
+    Built once, at graph construction: which seeds the ``ys`` depend on through
+    differentiable values (TF's ``_PendingCount``: float tensors, no ``stop_gradients`` op,
+    no :class:`NotDifferentiable` op), the ops between them whose gradient functions the
+    backward pass calls (and at which argument positions), in reverse order.
+
+    Raises:
+        NotImplementedError: a ``tf.gradients`` op between the seeds and the ``ys``
+            (second derivatives).
+    """
+
+    __slots__ = ("ys", "grad_ys", "seeds", "finish", "connected", "tape_needs", "sweep",
+                 "_seed_ids")
+
+    def __init__(self, ys: Sequence[Tensor], grad_ys: Sequence[Any], seeds: Sequence[Any],
+                 stops: set[int], finish: Callable[[list[Any]], Any],
+                 plan: Plan | None = None) -> None:
+        self.ys = list(ys)
+        self.grad_ys = list(grad_ys)
+        self.seeds = list(seeds)
+        self._seed_ids = {id(s) for s in self.seeds}
+        self.finish = finish
+        plan = plan if plan is not None else Plan(self.ys)
+        # Backward from the ys: the values whose gradient a y receives.
+        needed = {id(y) for y in self.ys if differentiable(y)}
+        for node in reversed(plan.nodes):
+            if not any(id(t) in needed for t in node.outputs) or _stops_here(node, stops):
+                continue
+            for x in node.inputs:
+                if isinstance(x, (Tensor, VariableBase, RunInput)) and differentiable(x):
+                    needed.add(id(x))
+        self.connected = [id(s) in needed for s in self.seeds]
+        # Forward from the seeds: the ops between them and the ys.
+        active = {id(s) for s, ok in zip(self.seeds, self.connected) if ok}
+        self.tape_needs: dict[int, tuple[int, ...]] = {}
+        sweep: list[tuple[Node, Any, tuple[tuple[int, int], ...], bool]] = []
+        for node in plan.nodes:
+            if _stops_here(node, stops):
+                continue
+            ins = node.inputs
+            pos = tuple(i for i, x in enumerate(ins) if id(x) in active and id(x) in needed)
+            if not pos or not any(id(t) in needed for t in node.outputs):
+                continue
+            if isinstance(node.func, Backward):
+                _second_order(pos)
+            wanted = tuple((i, id(ins[i])) for i in pos)
+            sink = hasattr(node.func, "row_slices") and node._single and \
+                all(isinstance(ins[i], RunInput) for i in pos)
+            outs = id(node.outputs[0]) if node._single else tuple(id(t) for t in node.outputs)
+            if not sink:
+                self.tape_needs[id(node)] = pos
+            sweep.append((node, outs, wanted, sink))
+            active.update(id(t) for t in node.outputs if differentiable(t))
+        self.sweep = sweep[::-1]
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeError("a tf.gradients op is computed by psrt.framework.autodiff.evaluate "
+                           "with the run's forward values, not called")
+
+    def op(self, inputs: Sequence[Any], name: str) -> Tensor:
+        """The graph op of this kernel: its inputs (the ys and the tensors of ``grad_ys``),
+        its value the list ``finish`` returns; it has no gradient (second derivatives)."""
+        t: Tensor = py_func(self, list(inputs), None, name=name)
+        t.op.vjp = _second_order
+        return t
+
+    def backward(self, memo: dict[int, Any], var_values: dict[int, Any],
+                 feeds: dict[str, Any]) -> Any:
+        """The op's value: ``finish`` of the seeds' gradients, by the reverse pass over the
+        gradient functions the run's forward pass left in ``memo``.
+
+        Raises:
+            InvalidArgumentError: a ``grad_ys`` value that does not broadcast to its y.
+        """
+        self._complete_tape(memo, var_values, feeds)
+        cot: dict[int, Any] = {}
+        for i, (y, g) in enumerate(zip(self.ys, self.grad_ys)):
+            yv = np.asarray(memo[id(y)])
+            gv = np.ones_like(yv) if g is None else _grad_y_value(i, y, yv, g, memo)
+            key = id(y)
+            cot[key] = gv if key not in cot else cot[key] + gv
+        sparse: dict[int, list[Any]] = {}
+        keep = self._seed_ids
+        # A cotangent is dropped once its op has used it, unless it is a seed's gradient.
+        for node, outs, wanted, sink in self.sweep:
+            if sink:
+                dy = (cot.get if outs in keep else cot.pop)(outs, None)
+                if dy is None:
+                    continue
+                lookup: Any = node.func    # an op with row_slices (a lookup's)
+                pieces = lookup.row_slices(dy, *_arguments(node, var_values, memo))
+                for i, key in wanted:
+                    if i in pieces:
+                        sparse.setdefault(key, []).append(pieces[i])
+                continue
+            entry = memo.get(-id(node))
+            if entry is None:        # not computed in this run (fed, or behind a feed)
+                continue
+            if outs.__class__ is int:
+                dy = (cot.get if outs in keep else cot.pop)(outs, None)
+                if dy is None:
+                    continue
+                gs = entry[1](dy)
+            else:
+                dys = [(cot.get if k in keep else cot.pop)(k, None) for k in outs]
+                if all(d is None for d in dys):
+                    continue
+                gs = entry[1](dys)
+            if not isinstance(gs, (tuple, list)):
+                gs = (gs,)
+            for i, key in wanted:
+                g = gs[i] if i < len(gs) else None
+                if g is None:
+                    continue
+                prev = cot.get(key)
+                cot[key] = g if prev is None else prev + g
+        raw: list[Any] = []
+        for s, ok in zip(self.seeds, self.connected):
+            if not ok:          # the ys do not depend on it: never asked for
+                raw.append(None)
+            elif isinstance(s, RunInput):
+                raw.append(sparse.get(id(s), []))
+            else:
+                src = var_values[id(s)] if isinstance(s, VariableBase) else memo[id(s)]
+                dt = s.dtype if s.dtype is not None else np.asarray(src).dtype
+                g = cot.get(id(s))
+                raw.append(np.zeros(np.shape(src), dt) if g is None else np.require(g, dt, "C"))
+        return self.finish(raw)
+
+    def _complete_tape(self, memo: dict[int, Any], var_values: dict[int, Any],
+                       feeds: dict[str, Any]) -> None:
+        """Gives every op the backward pass goes through its gradient function: one the
+        run's forward pass left in ``memo`` (this evaluation, or a training step's
+        ``value_and_gradients`` of the same run), else one made now from the op's
+        arguments as the run computed them, its value already computed left as it is."""
+        for node, _, _, sink in self.sweep:
+            if sink:
+                continue
+            needs = self.tape_needs[id(node)]
+            key = -id(node)
+            have = memo.get(key)
+            if have is not None and all(i in have[0] for i in needs):
+                continue
+            if id(node.outputs[0]) not in memo or node.name in feeds or any(
+                    isinstance(x, Tensor) and id(x) not in memo for x in node.inputs):
+                continue
+            if have is not None:
+                needs = tuple(sorted(set(needs) | set(have[0])))
+            scratch = {id(x): memo[id(x)] for x in node.inputs if isinstance(x, Tensor)}
+            memo[key] = (needs, _gradient_of(node, needs, var_values, feeds, scratch))
+
+
+def _stops_here(node: Node, stops: set[int]) -> bool:
+    return node.type == "Placeholder" or id(node) in stops or \
+        isinstance(node.vjp, NotDifferentiable)
+
+
+def _arguments(node: Node, var_values: dict[int, Any], memo: dict[int, Any]) -> list[Any]:
+    return [memo[id(x)] if isinstance(x, Tensor) else
+            var_values[id(x)] if isinstance(x, (VariableBase, RunInput)) else x
+            for x in node.inputs]
+
+
+def _grad_y_value(i: int, y: Tensor, yv: np.ndarray, g: Any, memo: dict[int, Any]) -> Any:
+    """``grad_ys[i]``'s value as the cotangent of ``ys[i]``: its dtype, broadcast to its
+    shape (a row-sparse one made dense)."""
+    if isinstance(g, Tensor):
+        gv = memo[id(g)]
+    elif hasattr(g, "indices") and hasattr(g, "values"):   # IndexedSlices
+        vals = np.asarray(memo[id(g.values)] if isinstance(g.values, Tensor) else g.values)
+        idx = np.asarray(memo[id(g.indices)] if isinstance(g.indices, Tensor) else g.indices)
+        gv = np.zeros(yv.shape, yv.dtype)
+        np.add.at(gv, idx.reshape(-1), vals.reshape((-1,) + yv.shape[1:]))
+    else:
+        gv = g
+    gv = np.asarray(gv, yv.dtype)
+    if gv.shape != yv.shape:
+        try:
+            gv = np.broadcast_to(gv, yv.shape)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, f"grad_ys[{i}] has shape {list(gv.shape)}, which does not "
+                f"broadcast to the shape {list(yv.shape)} of ys[{i}] ('{y.name}')") from None
+    return gv
+
+
+def _gradient_of(node: Node, needs: tuple[int, ...], var_values: dict[int, Any],
+                 feeds: dict[str, Any], vals: dict[int, Any]) -> Callable[[Any], Any]:
+    """Computes ``node`` from its arguments (tensors' values in ``vals``) with the gradient
+    function of the arguments at ``needs``: its own (``Node.vjp``) or autograd's trace.
+    Leaves its outputs in ``vals``."""
+    if node.vjp is not None and node._single:
+        y, grad_fn = node.vjp(needs, *_arguments(node, var_values, vals))
+        vals[id(node.outputs[0])] = y if node._dtypes[0] is None else \
+            _convert_output(node, 0, y)
+        return grad_fn  # type: ignore[no-any-return]
+    return _traced(node, list(needs), var_values, feeds, vals)
+
+
+def _program(plan: Any, feeds: dict[str, Any]) -> list[tuple[Node, Any]]:
+    """How :func:`evaluate` runs each op of a plan with ``tf.gradients`` ops: ``(node,
+    None)`` a backward pass, ``(node, ())`` plainly, ``(node, positions)`` with the
+    gradient function of those arguments (the union over the plan's backward passes).
+    Kept with the plan (a plan pruned by feeds is made per run)."""
+    if plan.program is not None:
+        return plan.program
+    needs: dict[int, set[int]] = {}
+    for b in plan.backwards:
+        for key, pos in b.func.tape_needs.items():
+            needs.setdefault(key, set()).update(pos)
+    program: list[tuple[Node, Any]] = []
+    for node in plan.nodes:
+        if node.type == "Placeholder" or node.name in feeds:
+            program.append((node, ()))
+        elif isinstance(node.func, Backward):
+            program.append((node, None))
+        else:
+            program.append((node, tuple(sorted(needs.get(id(node), ())))))
+    plan.program = program
+    return program
+
+
+def _evaluate_differentiating(plan: Any, var_values: dict[int, Any], feeds: dict[str, Any],
+                              memo: dict[int, Any]) -> None:
+    """:func:`evaluate` of a plan with ``tf.gradients`` ops (see there)."""
+    for node, needs in _program(plan, feeds):
+        out = id(node.outputs[0])
+        if needs is None:
+            if out not in memo:
+                kernel: Any = node.func
+                memo[out] = kernel.backward(memo, var_values, feeds)
+        elif not needs or out in memo:
+            _evaluate_nodes([node], var_values, feeds, memo)
+        else:
+            memo[-id(node)] = (needs, _gradient_of(node, needs, var_values, feeds, memo))

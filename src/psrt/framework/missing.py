@@ -21,14 +21,12 @@ MISSING: dict[tuple[str, str], str] = {
     ("psrt", "tables_initializer"): "psrt.global_variables_initializer() initializes "
                                     "psrt.dynamic_embedding tables too; drop it",
     # tf.metrics.*, tf.losses.* (the streaming metrics and losses psrt lacks)
-    ("psrt.metrics", "precision"): "psrt.metrics has accuracy, mean and auc; count true and "
-                                   "false positives with psrt.metrics.mean of 0/1 tensors",
-    ("psrt.metrics", "recall"): "psrt.metrics has accuracy, mean and auc; use "
-                                "psrt.metrics.mean of the hits among the positives",
-    ("psrt.metrics", "mean_squared_error"): "use psrt.metrics.mean(tf.squared_difference("
-                                            "labels, predictions))",
-    ("psrt.metrics", "mean_absolute_error"): "use psrt.metrics.mean(tf.abs(labels - "
-                                             "predictions))",
+    ("psrt.metrics", "average_precision_at_k"): "psrt.metrics has precision_at_k and "
+                                                "recall_at_k, not the average precision; "
+                                                "compute it from psrt.nn.top_k's indices",
+    ("psrt.metrics", "sparse_average_precision_at_k"): "psrt.metrics has precision_at_k and "
+                                                       "recall_at_k, not the average "
+                                                       "precision",
     ("psrt.losses", "mean_pairwise_squared_error"): "psrt.losses has the pointwise losses; "
                                                     "write it with psrt's math ops",
     # tf.nn.*

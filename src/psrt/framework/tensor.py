@@ -83,7 +83,7 @@ class Node:
     """
 
     __slots__ = ("name", "type", "inputs", "func", "outputs", "graph", "_single",
-                 "_dtypes", "vjp", "control_inputs", "__weakref__")
+                 "_dtypes", "vjp", "control_inputs", "stops_gradient", "__weakref__")
 
     def __init__(self, type: str, name: str, graph: Graph, inputs: Sequence[Any] = (),
                  func: Callable[..., Any] | None = None) -> None:
@@ -104,6 +104,9 @@ class Node:
         # What must run before this op in a run (``tf.control_dependencies``): other ops'
         # nodes (computed first by the plan) and Operations (run first by the executor).
         self.control_inputs: list[Any] = list(graph._control_inputs())
+        # A ``stop_gradient``: its value computed once in a run serves the whole run, the
+        # training step's forward pass included (``autodiff.run_constants``).
+        self.stops_gradient = False
         nodes_of(graph)[name] = self
 
     @property
@@ -434,7 +437,7 @@ def placeholder(dtype: Any, shape: Sequence[int | None] | None = None,
     before anything of the run is sent, as TF's session does; a value that does not convert
     exactly (None or a string in a float feed, 1.5 or 2**40 in an int32 one) is
     InvalidArgumentError naming the placeholder, the dtype and the value
-    (``psrt.framework.autodiff.exact_feed_array``).
+    (``psrt.framework.feeds.exact_feed_array``).
 
     Args:
         dtype: The element type (numpy dtype or type, e.g. ``numpy.float32``).

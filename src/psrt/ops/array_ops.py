@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from psrt.framework import autodiff as _autodiff
 from psrt.framework import errors as _errors
 from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
@@ -62,12 +63,18 @@ def _stop(needs: Any, x: Any) -> Any:
     return x, lambda dy: (None,)
 
 
+# TF's ops.NotDifferentiable("StopGradient"): tf.gradients sees no path through it.
+_STOP = _autodiff.NotDifferentiable(_stop)
+
+
 def stop_gradient(input: Any, name: str | None = None) -> Tensor:
     """``input``'s value with no gradient flowing back through it, as
     ``tf.stop_gradient``."""
     x = _in(input)
-    return _lib.apply_op("StopGradient", name, [x], _stop, _lib.static_dtype(x),
-                         _lib.static_shape(x))
+    t = _lib.apply_op("StopGradient", name, [x], _STOP, _lib.static_dtype(x),
+                      _lib.static_shape(x))
+    t.op.stops_gradient = True
+    return t
 
 
 # ---- shapes ----------------------------------------------------------------------------------

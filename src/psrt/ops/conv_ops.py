@@ -1,7 +1,8 @@
 """TF1's convolution and pooling ops (tensorflow/python/ops/nn_ops.py, nn_impl.py, r1.15) as
-graph ops over numpy: ``conv2d``, ``conv2d_transpose``, ``conv1d``, ``atrous_conv2d`` and the
-1-D/2-D forms of ``convolution`` (depthwise and separable: psrt/ops/depthwise_conv_ops.py;
-pooling: psrt/ops/pooling_ops.py).
+graph ops over numpy: ``conv2d``, ``conv2d_transpose`` (with dilations), ``conv1d``,
+``atrous_conv2d``, ``atrous_conv2d_transpose`` (3-D and ``convolution``:
+psrt/ops/conv3d_ops.py; depthwise and separable: psrt/ops/depthwise_conv_ops.py; pooling:
+psrt/ops/pooling_ops.py).
 
 Convolutions go through BLAS: the patches of a chunk of images are laid out as the rows of
 one matrix (im2col, psrt/ops/_conv_kernels.pyx) and multiplied by the filter reshaped to
@@ -25,6 +26,11 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+try:
+    import threadpoolctl as _threadpoolctl
+except ImportError:  # a dependency; without it the chunks are the many-thread size
+    _threadpoolctl = None
+
 from psrt.framework import errors as _errors
 from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
@@ -34,14 +40,47 @@ from psrt.ops.array_ops import expand_dims as _expand_dims
 from psrt.ops.array_ops import squeeze as _squeeze
 from psrt.ops.array_ops import stack
 
-__all__ = ["atrous_conv2d", "conv1d", "conv2d", "conv2d_transpose", "convolution"]
+__all__ = ["atrous_conv2d", "atrous_conv2d_transpose", "conv1d", "conv2d", "conv2d_transpose"]
 
 _FORMATS = ("NHWC", "NCHW")
 _PADDINGS = ("SAME", "VALID")
-# im2col works on chunks of images whose patch matrix holds about this many elements
-# (32 MB in float32): big enough for BLAS to run at full speed, small enough for the cache
-# of a host running several workers.
-_CHUNK_ELEMENTS = 1 << 23
+# im2col works on chunks of images whose patch matrix holds about _CHUNK_ELEMENTS elements
+# (1 MB in float32) when BLAS runs one thread: the chunk is written and at once read back by
+# the GEMM while it is in the cache, where a whole batch's patch matrix (31 MB for the
+# 5x5x16 -> 32 convolution of a 100-image MNIST batch) goes out to memory and back, and BLAS
+# still runs at full speed on a GEMM of a few hundred rows. With several BLAS threads every
+# GEMM call splits over them and waits for the slowest; on a host whose cores other
+# processes share, each wait can cost a scheduler time slice, so there the chunks are
+# _BIG_CHUNK_ELEMENTS (32 MB: one GEMM per pass at MNIST's size), as few calls as possible.
+# Measured on a shared 2-core host, the MNIST conv net's five conv passes (two forward, two
+# filter gradients, one input gradient): 1 BLAS thread 136 ms in 1 MB chunks, 177 ms in
+# 32 MB ones; 2 threads 934 ms in 1 MB chunks, 280 ms in 32 MB ones.
+_CHUNK_ELEMENTS = 1 << 18
+_BIG_CHUNK_ELEMENTS = 1 << 23
+_blas: list[Any] = []   # [threadpoolctl's controllers of the loaded BLAS], found once
+
+
+def _blas_threads() -> int:
+    """The BLAS's current thread count (threadpoolctl reads it from the library; a limit
+    set at run time, e.g. by psrt/runtime/threads.py, counts); 0 when unknown."""
+    if not _blas:
+        try:
+            found = _threadpoolctl.ThreadpoolController().select(user_api="blas")
+            _blas.append(list(found.lib_controllers))
+        except Exception:   # no threadpoolctl, or a BLAS it cannot drive
+            _blas.append([])
+    return max((int(lib.num_threads) for lib in _blas[0]), default=0)
+
+
+def _chunk_elements() -> int:
+    """The im2col chunk size (elements of the patch matrix) for the BLAS's thread count."""
+    return _CHUNK_ELEMENTS if _blas_threads() == 1 else _BIG_CHUNK_ELEMENTS
+
+
+# conv2d keeps its forward's patches for the filter gradient below this many input
+# channels and patch-matrix elements (32 MB in float32): see _keeps_patches.
+_KEEP_CHANNELS = 4
+_KEEP_ELEMENTS = 1 << 23
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -213,10 +252,13 @@ class _Geometry:
         return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
                 and (self.oh, self.ow) == self.hw)
 
-    def chunks(self, n: int, k: int) -> Iterator[tuple[int, int]]:
-        """(first image, image count) chunks of ``n`` images, ``k`` patch columns."""
+    def chunks(self, n: int, k: int, elements: int | None = None
+               ) -> Iterator[tuple[int, int]]:
+        """(first image, image count) chunks of ``n`` images, ``k`` patch columns, each
+        chunk's patch matrix about ``elements`` (default :func:`_chunk_elements`)."""
         per = max(1, self.oh * self.ow * max(k, 1))
-        step = max(1, _CHUNK_ELEMENTS // per)
+        budget = _chunk_elements() if elements is None else elements
+        step = max(1, budget // per)
         for n0 in range(0, n, step):
             yield n0, min(step, n - n0)
 
@@ -233,32 +275,67 @@ def _patches(x: np.ndarray, g: _Geometry, n0: int, nb: int, buf: np.ndarray | No
     return out
 
 
-def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry) -> np.ndarray:
-    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``."""
+def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry,
+                  whole: np.ndarray | None = None) -> np.ndarray:
+    """conv2d of NHWC ``x`` with the filter matrix ``wm`` ``[kh * kw * C, O]``. With
+    ``whole`` (``[N * oh * ow, K]``, see :func:`_keeps_patches`), each chunk's patches are
+    written into their rows of it, for the filter gradient to read back."""
     n = x.shape[0]
     y = np.empty((n, g.oh, g.ow, wm.shape[1]), x.dtype)
     y2 = y.reshape(-1, wm.shape[1])
     buf = None
     for n0, nb in g.chunks(n, wm.shape[0]):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+        if whole is not None:
+            cols = whole[r0:r1]
+            _k.im2col(x, cols, n0, *g.args())
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
         np.matmul(cols, wm, out=y2[r0:r1])
     return y
 
 
-def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry) -> np.ndarray:
-    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``."""
+def _keeps_patches(x: np.ndarray, g: _Geometry, needs: Any) -> np.ndarray | None:
+    """An empty ``[N * oh * ow, K]`` patch matrix when conv2d's forward should keep its
+    patches for the filter gradient (asked in a gradient run, not ``ALL``'s plain
+    evaluation), else None. That pays where rebuilding them costs more than reading them
+    back: an input of few channels, whose im2col copies runs of only ``kw * C`` values
+    (MNIST's first layer, C = 1: 3.3 ms for its filter gradient instead of 7.6 ms at batch
+    100), and whose patch matrix stays small; deeper layers' im2col is cheap beside their
+    GEMM, and their patch matrix large (31 MB for the second layer: reading it back from
+    memory was slower than rebuilding it chunk by chunk in the cache)."""
+    k = g.kh * g.kw * x.shape[3]
+    rows = x.shape[0] * g.oh * g.ow
+    if (needs is _lib.ALL or 1 not in needs or g.pointwise()
+            or x.shape[3] >= _KEEP_CHANNELS or rows * k > _KEEP_ELEMENTS):
+        return None
+    return np.empty((rows, k), x.dtype)
+
+
+def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry,
+                      whole: np.ndarray | None = None) -> np.ndarray:
+    """d(conv)/d(filter matrix): the patches' transpose times ``dy``, ``[K, O]``, summed
+    over the chunks of images in order; the patches are ``whole``'s rows when given (the
+    forward's), else rebuilt chunk by chunk."""
     o = dy.shape[3]
     k = g.kh * g.kw * x.shape[3]
     dw = np.zeros((k, o), x.dtype)
+    part = np.empty((k, o), x.dtype)
     dy2 = dy.reshape(-1, o)
     buf = None
     for n0, nb in g.chunks(x.shape[0], k):
-        cols = _patches(x, g, n0, nb, buf)
-        buf = cols if not g.pointwise() else None
         r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        dw += cols.T @ dy2[r0:r1]
+        if whole is not None:
+            cols = whole[r0:r1]
+        else:
+            cols = _patches(x, g, n0, nb, buf)
+            buf = cols if not g.pointwise() else None
+        if n0 == 0:
+            np.matmul(cols.T, dy2[r0:r1], out=dw)
+        else:
+            np.matmul(cols.T, dy2[r0:r1], out=part)
+            dw += part
     return dw
 
 
@@ -297,14 +374,15 @@ def _conv2d(needs: Any, x: Any, f: Any, fmt: str, strides: tuple[int, int],
             f"depth {w.shape[2]} (filter shape {list(w.shape)})")
     g = _Geometry(op, xn.shape[1:3], w.shape[:2], strides, dilations, padding, pads)
     wm = w.reshape(-1, w.shape[3])
-    y = _back(_conv_forward(xn, wm, g), fmt, dtype)
+    whole = _keeps_patches(xn, g, needs)
+    y = _back(_conv_forward(xn, wm, g, whole), fmt, dtype)
 
     def grad(dy: Any) -> tuple[Any, Any]:
         d = _nhwc(dy, fmt, cd)
         dx = (_back(_conv_input_grad(d, wm, g, xn.shape), fmt, dtype) if 0 in needs
               else None)
-        dw = (_conv_filter_grad(xn, d, g).reshape(w.shape).astype(dtype) if 1 in needs
-              else None)
+        dw = (_conv_filter_grad(xn, d, g, whole).reshape(w.shape).astype(dtype, copy=False)
+              if 1 in needs else None)
         return dx, dw
     return y, grad
 
@@ -474,7 +552,9 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
             op transposes.
         data_format: ``"NHWC"`` (default) or ``"NCHW"``.
         name: The op name (default ``"conv2d_transpose"``).
-        dilations: only 1 (psrt's conv2d_transpose has no dilation).
+        dilations: as ``strides`` (default 1): the dilation of the convolution this op
+            transposes (TF r1.15's ``dilations``); strides above 1 with dilations above 1
+            are allowed, as TF's Conv2DBackpropInput allows them.
 
     Returns:
         A Tensor of ``value``'s dtype and shape ``output_shape``: the conv2d of
@@ -498,10 +578,7 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
     mode, _ = _padding(padding, op)
     ci = 3 if fmt == "NHWC" else 1
     st = _spatial(_sequence(strides, ci, "strides", op), fmt, "strides", op)
-    if dilations is not None and _spatial(_sequence(dilations, ci, "dilations", op), fmt,
-                                          "dilations", op) != (1, 1):
-        raise ValueError(f"{op}: dilations other than 1 are not supported by psrt; got "
-                         f"{dilations!r}")
+    dl = _spatial(_sequence(dilations, ci, "dilations", op), fmt, "dilations", op)
     x = _in(value)
     dt = _work_dtype(x, op)
     f = _same_dtype(filter, dt)
@@ -511,6 +588,16 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
             and xd[ci] != fd[3]:
         raise ValueError(f"input channels does not match filter's input channels, "
                          f"{xd[ci]} != {fd[3]}")
+    output_shape, known = _output_shape_arg(output_shape, 4, ci, fd[2])
+    return _lib.apply_op(op, name, [x, f, output_shape], _conv2d_transpose, dt, known,
+                         fmt=fmt, strides=st, padding=mode, dtype=dt, dilations=dl)
+
+
+def _output_shape_arg(output_shape: Any, rank: int, ci: int, out_channels: Any
+                      ) -> tuple[Any, list[Any]]:
+    """(graph input, known dims) of a transposed convolution's ``output_shape``: a list of
+    ints, a 1-D int Tensor, or a list mixing ints and scalar Tensors, of ``rank`` entries
+    whose channel entry ``ci`` must be the filter's ``out_channels`` (TF's messages)."""
     known: list[Any]
     if isinstance(output_shape, (list, tuple)) and any(map(_lib.is_graph_value, output_shape)):
         known = [None if _lib.is_graph_value(d) else int(d) for d in output_shape]
@@ -518,22 +605,41 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
                               for d in output_shape])
     else:
         c = _lib.constant_value(output_shape)
-        known = [None] * 4 if c is None else [int(d) for d in np.asarray(c).reshape(-1)]
+        known = [None] * rank if c is None else [int(d) for d in np.asarray(c).reshape(-1)]
         if c is not None:
             output_shape = constant(np.asarray(c, np.int32).reshape(-1))
     s = _lib.static_shape(output_shape)
-    if len(known) != 4 or (s.ndims is not None and (s.ndims != 1 or s[0].value not in (None, 4))):
-        raise ValueError(f"output_shape must have shape (4,), got {known if len(known) != 4 else s}")
-    if known[ci] is not None and fd[2] is not None and known[ci] != fd[2]:
+    if len(known) != rank or (s.ndims is not None and (s.ndims != 1
+                                                        or s[0].value not in (None, rank))):
+        raise ValueError(f"output_shape must have shape ({rank},), got "
+                         f"{known if len(known) != rank else s}")
+    if known[ci] is not None and out_channels is not None and known[ci] != out_channels:
         raise ValueError(f"output_shape does not match filter's output channels, "
-                         f"{known[ci]} != {fd[2]}")
+                         f"{known[ci]} != {out_channels}")
     if known[ci] is None:
-        known[ci] = fd[2]
-    return _lib.apply_op(op, name, [x, f, output_shape], _conv2d_transpose, dt, known,
-                         fmt=fmt, strides=st, padding=mode, dtype=dt)
+        known[ci] = out_channels
+    return output_shape, known
 
 
-# ---- conv1d and convolution --------------------------------------------------------------------
+def atrous_conv2d_transpose(value: Any, filters: Any, output_shape: Any, rate: int,
+                            padding: str, name: str | None = None) -> Tensor:
+    """The transpose of :func:`atrous_conv2d`, as TF1's ``tf.nn.atrous_conv2d_transpose``:
+    :func:`conv2d_transpose` of NHWC ``value`` ``[batch, height, width, in_channels]`` with
+    ``filters`` ``[height, width, out_channels, in_channels]`` at stride 1 and dilation
+    ``rate`` (TF computes it through space_to_batch; its atrous_conv2d_test.py checks it
+    equals conv2d_transpose with the upsampled filter, which this is).
+
+    Raises:
+        ValueError: ``rate`` below 1, and :func:`conv2d_transpose`'s errors.
+    """
+    if int(rate) < 1:
+        raise ValueError(f"rate {rate} cannot be less than one")
+    return conv2d_transpose(value, filters, output_shape, [1, 1, 1, 1], padding,
+                            dilations=[1, int(rate), int(rate), 1],
+                            name=name or "atrous_conv2d_transpose")
+
+
+# ---- conv1d and atrous_conv2d -------------------------------------------------------------------
 
 
 def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
@@ -590,62 +696,6 @@ def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: 
     y = conv2d(x4, _expand_dims(f, 0), [1, 1, 1, s], padding, data_format="NCHW",
                dilations=[1, 1, 1, d], name=name or "conv1d")
     return _squeeze(y, [2])
-
-
-def convolution(input: Any, filter: Any = None, padding: Any = None, strides: Any = None,
-                dilation_rate: Any = None, name: str | None = None,
-                data_format: str | None = None, filters: Any = None,
-                dilations: Any = None) -> Tensor:
-    """An N-D convolution for N = 1 or 2 spatial dimensions, as TF1's ``tf.nn.convolution``:
-    :func:`conv1d` for a rank-3 input, :func:`conv2d` for rank 4 (psrt has no 3-D
-    convolution).
-
-    Args:
-        input: float ``[batch, *spatial, channels]`` (channels-last, default) or
-            ``[batch, channels, *spatial]`` (a ``data_format`` starting with ``"NC"``).
-        filter: ``[*spatial, in_channels, out_channels]`` (``filters`` is its TF2 name).
-        padding: ``"SAME"`` or ``"VALID"``.
-        strides: N ints (default 1).
-        dilation_rate: N ints (default 1); above 1, the strides must be 1
-            (``dilations`` is its TF2 name).
-        data_format: ``"NWC"``/``"NCW"`` (1-D), ``"NHWC"``/``"NCHW"`` (2-D), or None.
-        name: The op name (default ``"convolution"``).
-
-    Returns:
-        The convolution, the input's dtype, in ``data_format``'s layout.
-
-    Raises:
-        ValueError: a rank other than 3 or 4, strides or dilation rates of the wrong
-            length or not positive, strides above 1 with a dilation rate above 1, and
-            :func:`conv2d`'s errors.
-    """
-    filter = filters if filter is None else filter
-    rate = dilation_rate if dilation_rate is not None else dilations
-    x = _in(input)
-    xd = _dims(x)
-    if xd is None or len(xd) not in (3, 4):
-        raise ValueError(f"convolution: psrt supports inputs of rank 3 (1-D) or 4 (2-D) with "
-                         f"a known rank; got shape {xd}")
-    nd = len(xd) - 2
-    st = [1] * nd if strides is None else [int(v) for v in np.reshape(strides, -1)]
-    rt = [1] * nd if rate is None else [int(v) for v in np.reshape(rate, -1)]
-    for what, vals in (("strides", st), ("dilation_rate", rt)):
-        if len(vals) != nd:
-            raise ValueError(f"convolution: {what} must have {nd} entries for a {nd}-D "
-                             f"convolution; got {vals}")
-        if min(vals) < 1:
-            raise ValueError(f"convolution: {what} must be positive; got {vals}")
-    if max(st) > 1 and max(rt) > 1:
-        raise ValueError(f"strides > 1 not supported in conjunction with dilation_rate > 1; "
-                         f"got strides {st} and dilation_rate {rt}")
-    channels_first = data_format is not None and str(data_format).startswith("NC")
-    if nd == 1:
-        return conv1d(x, filter, st[0], padding, data_format="NCW" if channels_first else
-                      ("NWC" if data_format is None else data_format), dilations=rt[0],
-                      name=name or "convolution")
-    return conv2d(x, filter, st, padding, data_format="NCHW" if channels_first else
-                  ("NHWC" if data_format is None else data_format), dilations=rt,
-                  name=name or "convolution")
 
 
 def atrous_conv2d(value: Any, filters: Any, rate: int, padding: str,

@@ -303,6 +303,40 @@ class _Gather:
             return grads
         return out, grad_fn
 
+    def row_slices(self, dy: Any, ids: Any, *sources: Any) -> dict[int, tuple[Any, Any]]:
+        """``tf.gradients``' row-sparse gradient of each part from ``dy`` (the gradient of
+        the lookup's output), as TF's: the lookup is a ``gather`` of each part at the ids the
+        partition strategy sends there (``embedding_lookup``'s ``dynamic_partition``, in ids
+        order), and ``_GatherGrad`` (array_grad.py, r1.15) gives each part
+        ``IndexedSlices(values=dy's rows of those ids, indices=their rows in the part)``,
+        one row per id, duplicates not summed. With ``max_norm``, each row's gradient goes
+        through its clipping (TF's ``_clip`` of the gathered rows).
+
+        Returns:
+            ``{input position of part k's rows: (values [n_k, *row], indices [n_k])}``,
+            indices of the ids' integer dtype.
+        """
+        n = len(self.parts)
+        arr = np.asarray(ids)
+        flat, part, row = self.locate(arr)
+        tail = tuple(self.parts[0].shape[1:])
+        g = np.asarray(dy).reshape((len(flat),) + tail)
+        if self.max_norm is not None:
+            from autograd import make_vjp  # noqa: PLC0415
+
+            uniq, rows = sources[:n], sources[n:]
+            table = rows[0] if n == 1 else np.concatenate(rows, axis=0)
+            gathered = table[self._positions(arr, uniq)]
+            g = make_vjp(lambda r: _clip_rows(r, self.max_norm))(gathered)[0](g)
+        dt = arr.dtype if arr.dtype.kind in "iu" else np.dtype(np.int64)
+        if n == 1:
+            return {2: (g, flat.astype(dt, copy=False))}
+        out = {}
+        for k in range(n):
+            m = part == k
+            out[1 + n + k] = (g[m], row[m].astype(dt))
+        return out
+
     def __call__(self, ids: Any, *sources: Any) -> Any:
         import autograd.numpy as anp  # noqa: PLC0415
 
@@ -395,6 +429,13 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
 
 
 
+
+
+def rows_read(v: Variable, run_inputs: dict[int, Any]) -> Any:
+    """The run input holding the rows of ``v`` that lookups read, if ``run_inputs`` (a
+    plan's, by id) has it; else None."""
+    src = _sources.get(v)
+    return src if src is not None and id(src) in run_inputs else None
 
 
 def looked_up(plan: Any) -> set[int]:

@@ -33,28 +33,34 @@ __all__ = ["AveragePooling2D", "Conv2D", "MaxPooling2D", "average_pooling2d", "c
 
 # ---- Keras's conv_utils --------------------------------------------------------------------------
 
-def _tuple2(value: Any, name: str) -> tuple[int, int]:
-    """An int or 2 ints as a pair (Keras's ``normalize_tuple(value, 2, name)``).
+def _tuple_n(value: Any, n: int, name: str) -> tuple[int, ...]:
+    """An int or ``n`` ints as an ``n``-tuple (Keras's ``normalize_tuple(value, n, name)``).
 
     Raises:
         ValueError: anything else, naming the argument and the value (TF's message)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value), int(value)
-    msg = f"The `{name}` argument must be a tuple of 2 integers. Received: {value!r}"
+        return (int(value),) * n
+    msg = f"The `{name}` argument must be a tuple of {n} integers. Received: {value!r}"
     if isinstance(value, TensorShape):
         value = value.as_list()
     try:
         vals = tuple(value)
     except TypeError:
         raise ValueError(msg) from None
-    if len(vals) != 2:
+    if len(vals) != n:
         raise ValueError(msg)
     out = []
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ValueError(f"{msg} including element {v!r} of type {type(v)}")
         out.append(int(v))
-    return out[0], out[1]
+    return tuple(out)
+
+
+def _tuple2(value: Any, name: str) -> tuple[int, int]:
+    """An int or 2 ints as a pair (Keras's ``normalize_tuple(value, 2, name)``)."""
+    a, b = _tuple_n(value, 2, name)
+    return a, b
 
 
 def _padding(value: Any) -> str:
@@ -81,11 +87,15 @@ def _nn_format(data_format: str) -> str:
     return "NCHW" if data_format == "channels_first" else "NHWC"
 
 
-def _check_rank4(shape: TensorShape, layer: str) -> None:
-    if shape.ndims is not None and shape.ndims != 4:
+def _check_rank(shape: TensorShape, layer: str, rank: int) -> None:
+    if shape.ndims is not None and shape.ndims != rank:
         raise ValueError(f"Input 0 of layer {layer} is incompatible with the layer: expected "
-                         f"ndim=4, found ndim={shape.ndims}. Full shape received: "
+                         f"ndim={rank}, found ndim={shape.ndims}. Full shape received: "
                          f"{shape.as_list()}")
+
+
+def _check_rank4(shape: TensorShape, layer: str) -> None:
+    _check_rank(shape, layer, 4)
 
 
 # ---- Conv2D ------------------------------------------------------------------------------------

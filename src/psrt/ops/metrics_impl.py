@@ -3,8 +3,8 @@
 Each metric returns ``(value, update_op)``: ``update_op`` adds a batch to the metric's
 accumulators and gives the metric over every batch so far, ``value`` reads it without
 adding. The accumulators are local variables (``LOCAL_VARIABLES`` and
-``METRIC_VARIABLES``, float32, zeros, not trainable): held by this worker (never a ps task,
-so workers do not mix their counts), not saved by the default ``Saver``, and reset by
+``METRIC_VARIABLES``, zeros, not trainable): held by this worker (never a ps task, so
+workers do not mix their counts), not saved by the default ``Saver``, and reset by
 ``tf.local_variables_initializer()`` (what a ``MonitoredTrainingSession``'s
 ``local_init_op`` runs). Their names are TF's: ``accuracy/total``, ``accuracy/count``,
 ``auc/true_positives`` ...
@@ -14,6 +14,12 @@ so workers do not mix their counts), not saved by the default ``Saver``, and res
     for batch in batches:
         sess.run(acc_op, feed_dict=batch)
     print(sess.run(acc))
+
+This module holds the means (``mean``, ``accuracy``, ``mean_tensor``, the regression errors,
+``mean_cosine_distance``, ``percentage_below``) and what every metric shares (accumulators,
+TF's weight rules); ``metrics_confusion.py`` the binary counts at thresholds (``auc``,
+``precision``, ``recall``, ...), ``metrics_multiclass.py`` the class metrics (``mean_iou``,
+``mean_per_class_accuracy``, ``precision_at_k``, ``recall_at_k``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ from psrt.framework import ops as _ops
 from psrt.framework.constant_op import convert_to_tensor
 from psrt.framework.ops import GraphKeys
 from psrt.framework.tensor import Tensor
-from psrt.framework.tensor_shape import TensorShape
 from psrt.ops import array_ops as _array
 from psrt.ops import math_ops as _math
 from psrt.ops import variable_scope as _vs
@@ -46,31 +51,52 @@ def metric_variable(shape: Sequence[int], dtype: Any, validate_shape: bool = Tru
                     name=name)
 
 
-def _div_no_nan_kernel(needs: Any, x: Any, y: Any) -> Any:
-    x, y = np.asarray(x), np.asarray(y)
+def scoped_name(name: str) -> str:
+    """``name`` in the current name scope (the names of metric values, as TF's)."""
+    scope = _ops.get_default_graph().get_name_scope()
+    return f"{scope}/{name}" if scope else name
+
+
+def _div_no_nan_kernel(needs: Any, x: Any, y: Any, dtype: Any) -> Any:
+    x, y = np.asarray(x, dtype), np.asarray(y, dtype)
     safe = np.where(y == 0, np.ones_like(y), y)
-    return np.where(y == 0, np.zeros_like(x), x / safe).astype(x.dtype), \
+    return np.where(y == 0, np.zeros_like(x), x / safe).astype(dtype), \
         lambda dy: (None, None)
 
 
-def _div_no_nan(x: Any, y: Any, name: str) -> Tensor:
-    """``x / y`` elementwise, 0 where ``y`` is 0 (TF's ``div_no_nan``); no gradient."""
-    scope = _ops.get_default_graph().get_name_scope()
+def div_no_nan(x: Any, y: Any, name: str, dtype: Any = np.float32) -> Tensor:
+    """``x / y`` elementwise, 0 where ``y`` is 0 (TF's ``div_no_nan``), named ``name`` in
+    the current scope; no gradient."""
     shape = _lib.broadcast_static(_lib.static_shape(x), _lib.static_shape(y))
-    return _lib.apply_op("DivNoNan", f"{scope}/{name}" if scope else name, [x, y],
-                         _div_no_nan_kernel, np.float32, shape)
+    dt = np.dtype(dtype)
+    return _lib.apply_op("DivNoNan", scoped_name(name), [x, y], _div_no_nan_kernel, dt,
+                         shape, dtype=dt)
+
+
+def read_after(ops: Sequence[Any], var: Any) -> Tensor:
+    """The value of ``var`` read after ``ops`` (its assignments) ran: what TF's
+    ``assign_add`` returns, the update op of a count."""
+    with _ops.control_dependencies(list(ops)):
+        return _array.identity(var)
 
 
 def _squeeze_last(x: Any) -> Any:
     return _array.squeeze(x, [-1])
 
 
-def _remove_squeezable(labels: Any, predictions: Any, weights: Any) -> tuple[Any, Any, Any]:
+def remove_squeezable(labels: Any, predictions: Any, weights: Any
+                      ) -> tuple[Any, Any, Any]:
     """TF's ``_remove_squeezable_dimensions`` on static ranks: a trailing dimension of 1
-    squeezed off whichever of labels/predictions has one more dimension, and off weights
-    one rank above the predictions."""
+    squeezed off whichever of labels/predictions has one more dimension; weights (unless
+    scalar) squeezed when one rank above the predictions, expanded by a trailing 1 when
+    one below. Unknown ranks are left to :func:`broadcast_weights`' run-time rule.
+
+    Raises:
+        ValueError: labels and predictions of incompatible static shapes."""
+    predictions = convert_to_tensor(predictions)
     pr = _lib.static_shape(predictions).ndims
     if labels is not None:
+        labels = convert_to_tensor(labels)
         lr = _lib.static_shape(labels).ndims
         if lr is not None and pr is not None:
             if pr - lr == 1 and _lib.static_shape(predictions).as_list()[-1] == 1:
@@ -78,23 +104,69 @@ def _remove_squeezable(labels: Any, predictions: Any, weights: Any) -> tuple[Any
                 pr -= 1
             elif lr - pr == 1 and _lib.static_shape(labels).as_list()[-1] == 1:
                 labels = _squeeze_last(labels)
+        ps, ls = _lib.static_shape(predictions), _lib.static_shape(labels)
+        if not ps.is_compatible_with(ls):
+            raise ValueError(f"Shapes {ps} and {ls} are incompatible")
     if weights is not None:
+        weights = convert_to_tensor(weights)
         wr = _lib.static_shape(weights).ndims
-        if wr is not None and pr is not None and wr - pr == 1:
-            weights = _squeeze_last(weights)
+        if wr and pr is not None:
+            if wr - pr == 1:
+                weights = _squeeze_last(weights)
+            elif pr - wr == 1:
+                weights = _array.expand_dims(weights, -1)
     return labels, predictions, weights
 
 
-def _broadcast_weights(weights: Any, values: Any) -> Any:
-    """``weights`` (float32) broadcast to ``values``' shape, as TF's ``broadcast_weights``."""
-    return _math.multiply(_math.cast(weights, np.float32), _array.ones_like(values,
-                                                                            np.float32))
+def _broadcast_message(values_shape: Any, weights_shape: Any) -> str:
+    vs, ws = list(values_shape), list(weights_shape)
+    return (f"weights can not be broadcast to values. values.rank={len(vs)}. "
+            f"weights.rank={len(ws)}. values.shape={vs}. weights.shape={ws}.")
 
 
-def _collect(collections: Any, value: Any) -> None:
+def _broadcastable(ws: Sequence[Any], vs: Sequence[Any]) -> bool:
+    """TF's rule (weights_broadcast_ops): scalar weights, or the values' rank with each
+    dimension 1 or the values' (None: unknown, accepted)."""
+    if len(ws) == 0:
+        return True
+    return len(ws) == len(vs) and all(
+        w is None or v is None or w == 1 or w == v for w, v in zip(ws, vs))
+
+
+def _broadcast_kernel(needs: Any, w: Any, v: Any) -> Any:
+    w = np.asarray(w, np.float32)
+    shape = np.shape(v)
+    if w.ndim and w.ndim - len(shape) == 1 and w.shape[-1] == 1:
+        w = w[..., 0]                                  # TF's run-time squeeze
+    elif w.ndim and len(shape) - w.ndim == 1:
+        w = w[..., None]                               # and expand
+    if not _broadcastable(w.shape, shape):
+        raise errors.InvalidArgumentError(None, None, _broadcast_message(shape, w.shape))
+    return np.array(np.broadcast_to(w, shape), np.float32), lambda dy: (None, None)
+
+
+def broadcast_weights(weights: Any, values: Any) -> Tensor:
+    """``weights`` (float32) broadcast to ``values``' shape, as TF's ``broadcast_weights``:
+    scalar weights, or weights of the values' rank whose dimensions are 1 or the values'.
+
+    Raises:
+        ValueError: static shapes that break the rule ("weights can not be broadcast to
+            values", TF's message); InvalidArgumentError at run for dynamic ones."""
+    ws, vs = _lib.static_shape(weights), _lib.static_shape(values)
+    if ws.ndims is not None and vs.ndims is not None and not _broadcastable(
+            ws.as_list(), vs.as_list()):
+        raise ValueError(_broadcast_message(vs.as_list(), ws.as_list()))
+    return _lib.apply_op("BroadcastWeights", None, [weights, values], _broadcast_kernel,
+                         np.float32, vs)
+
+
+def collect(collections: Any, value: Any) -> None:
+    """Adds ``value`` to each of ``collections`` (None or a list of keys)."""
     if collections:
         _ops.add_to_collections(collections, value)
 
+
+# ---- means --------------------------------------------------------------------------------
 
 def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
          updates_collections: Any = None, name: str | None = None) -> tuple[Tensor, Tensor]:
@@ -104,7 +176,8 @@ def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
 
     Args:
         values: A numeric Tensor of any shape (cast to float32).
-        weights: None, or a Tensor broadcastable to ``values`` (a zero weight drops a value).
+        weights: None, or a Tensor broadcastable to ``values`` (scalar, or of its rank with
+            dimensions 1 or the values'; a zero weight drops a value).
         metrics_collections, updates_collections: Collections the value and the update op
             are added to.
         name: The variable scope (default ``mean``).
@@ -112,6 +185,9 @@ def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
     Returns:
         ``(mean, update_op)``: float32 scalar Tensors; running ``update_op`` adds the batch
         and gives the new mean.
+
+    Raises:
+        ValueError: weights that do not broadcast to the values (TF's message).
     """
     with _vs.variable_scope(name, default_name="mean"):
         values = _math.cast(values, np.float32)
@@ -120,17 +196,17 @@ def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
         if weights is None:
             num_values = _math.cast(_array.size(values), np.float32)
         else:
-            _, values, weights = _remove_squeezable(None, values, weights)
-            weights = _broadcast_weights(weights, values)
+            _, values, weights = remove_squeezable(None, values, weights)
+            weights = broadcast_weights(weights, values)
             values = _math.multiply(values, weights)
             num_values = _math.reduce_sum(weights)
         update_total = total.assign_add(_math.reduce_sum(values))
         update_count = count.assign_add(num_values)
-        value = _div_no_nan(total, _math.maximum(count, np.float32(0)), "value")
+        value = div_no_nan(total, _math.maximum(count, np.float32(0)), "value")
         with _ops.control_dependencies([update_total, update_count]):
-            update_op = _div_no_nan(total, _math.maximum(count, np.float32(0)), "update_op")
-    _collect(metrics_collections, value)
-    _collect(updates_collections, update_op)
+            update_op = div_no_nan(total, _math.maximum(count, np.float32(0)), "update_op")
+    collect(metrics_collections, value)
+    collect(updates_collections, update_op)
     return value, update_op
 
 
@@ -151,12 +227,7 @@ def accuracy(labels: Any, predictions: Any, weights: Any = None,
     Raises:
         ValueError: labels and predictions of incompatible static shapes.
     """
-    labels = convert_to_tensor(labels)
-    predictions = convert_to_tensor(predictions)
-    labels, predictions, weights = _remove_squeezable(labels, predictions, weights)
-    if not _lib.static_shape(predictions).is_compatible_with(_lib.static_shape(labels)):
-        raise ValueError(f"Shapes {_lib.static_shape(predictions)} and "
-                         f"{_lib.static_shape(labels)} are incompatible")
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
     if labels.dtype != predictions.dtype:
         predictions = _math.cast(predictions, labels.dtype)
     is_correct = _math.cast(_math.equal(predictions, labels), np.float32)
@@ -164,155 +235,188 @@ def accuracy(labels: Any, predictions: Any, weights: Any = None,
                 name or "accuracy")
 
 
-# ---- auc --------------------------------------------------------------------------------------
-
-_INCLUDES = ("tp", "fn", "tn", "fp")
-_VAR_NAMES = {"tp": "true_positives", "fn": "false_negatives", "tn": "true_negatives",
-              "fp": "false_positives"}
-
-
-def _confusion_kernel(labels: Any, predictions: Any, weights: Any, *,
-                      thresholds: np.ndarray) -> list[np.ndarray]:
-    p = np.asarray(predictions, np.float32).reshape(-1)
-    if p.size and (np.nanmin(p) < 0 or np.nanmax(p) > 1):
-        raise errors.InvalidArgumentError(
-            None, None, f"predictions must be in [0, 1]: got values in "
-                        f"[{np.nanmin(p)}, {np.nanmax(p)}]")
-    lab = np.asarray(labels).astype(bool).reshape(-1)
-    if lab.size != p.size:
-        raise errors.InvalidArgumentError(
-            None, None, f"labels and predictions must have the same number of elements: "
-                        f"{lab.size} vs {p.size}")
-    w = np.ones_like(p) if weights is None else np.broadcast_to(
-        np.asarray(weights, np.float32), np.shape(predictions)).reshape(-1)
-    pos = p[None, :] > thresholds[:, None]             # [thresholds, predictions]
-    wl = w * lab
-    wn = w * ~lab
-    tp = (pos * wl).sum(1)
-    fp = (pos * wn).sum(1)
-    return [tp.astype(np.float32), (wl.sum() - tp).astype(np.float32),
-            (wn.sum() - fp).astype(np.float32), fp.astype(np.float32)]
-
-
-def _confusion_matrix_at_thresholds(labels: Any, predictions: Any, thresholds: list[float],
-                                    weights: Any = None) -> tuple[dict[str, Variable],
-                                                                  dict[str, Any]]:
-    """TF's ``_confusion_matrix_at_thresholds``: per threshold, the (weighted) counts of
-    true positives, false negatives, true negatives and false positives (a prediction is
-    positive when ``> threshold``), as local variables and the ops adding a batch."""
-    labels, predictions, weights = _remove_squeezable(
-        _math.cast(labels, np.bool_), _math.cast(predictions, np.float32), weights)
-    th = np.asarray(thresholds, np.float32)
-    n = len(thresholds)
-    inputs = [labels, predictions] + ([] if weights is None else [weights])
-
-    def fwd(lab: Any, pred: Any, w: Any = None, thresholds: np.ndarray = th) -> Any:
-        return _confusion_kernel(lab, pred, w, thresholds=thresholds)
-    counts = _lib.apply_op_outputs("ConfusionMatrixAtThresholds", None, inputs, fwd,
-                                   [np.float32] * 4, [TensorShape([n])] * 4)
-    values: dict[str, Variable] = {}
-    updates: dict[str, Any] = {}
-    for key, c in zip(_INCLUDES, counts):
-        var = metric_variable([n], np.float32, name=_VAR_NAMES[key])
-        values[key] = var
-        updates[key] = var.assign_add(c)
-    return values, updates
-
-
-_SUMMATIONS = ("trapezoidal", "careful_interpolation", "minoring", "majoring")
-
-
-def _compute_auc(tp: Any, fn: Any, tn: Any, fp: Any, n: int, curve: str,
-                 summation_method: str, name: str) -> Tensor:
-    """TF's ``compute_auc``: the area under the ROC (false-positive rate, recall) or PR
-    (recall, precision) points of the thresholds, by trapezoids, or by the lower
-    (``minoring``) or upper (``majoring``) rectangles; PR by ``careful_interpolation`` as
-    TF's ``interpolate_pr_auc``."""
-    epsilon = np.float32(1.0e-6)
-    if curve == "PR" and summation_method == "careful_interpolation":
-        dtp = tp[:n - 1] - tp[1:]
-        p = tp + fp
-        prec_slope = _div_no_nan(dtp, _math.maximum(p[:n - 1] - p[1:], np.float32(0)),
-                                 "prec_slope")
-        intercept = tp[1:] - _math.multiply(prec_slope, p[1:])
-        safe_p_ratio = _array.where(
-            _math.logical_and(_math.greater(p[:n - 1], np.float32(0)),
-                              _math.greater(p[1:], np.float32(0))),
-            _div_no_nan(p[:n - 1], _math.maximum(p[1:], np.float32(0)),
-                        "recall_relative_ratio"),
-            _array.ones_like(p[1:]))
-        return _math.reduce_sum(
-            _div_no_nan(prec_slope * (dtp + intercept * _math.log(safe_p_ratio)),
-                        _math.maximum(tp[1:] + fn[1:], np.float32(0)), "pr_auc_increment"),
-            name=name)
-    rec = _math.truediv(tp + epsilon, tp + fn + epsilon)
-    if curve == "ROC":
-        x, y = _math.truediv(fp, fp + tn + epsilon), rec
-    else:
-        x, y = rec, _math.truediv(tp + epsilon, tp + fp + epsilon)
-    dx = x[:n - 1] - x[1:]
-    if summation_method == "minoring":
-        h = _math.minimum(y[:n - 1], y[1:])
-    elif summation_method == "majoring":
-        h = _math.maximum(y[:n - 1], y[1:])
-    else:
-        h = (y[:n - 1] + y[1:]) / np.float32(2.0)
-    scope = _ops.get_default_graph().get_name_scope()
-    return _math.reduce_sum(_math.multiply(dx, h), name=f"{scope}/{name}" if scope else name)
-
-
-def auc(labels: Any, predictions: Any, weights: Any = None, num_thresholds: int = 200,
-        metrics_collections: Any = None, updates_collections: Any = None,
-        curve: str = "ROC", name: str | None = None,
-        summation_method: str = "trapezoidal", thresholds: Any = None
-        ) -> tuple[Tensor, Tensor]:
-    """The area under the ROC or PR curve of every batch seen, as ``tf.metrics.auc``
-    (TF1's Riemann sum over ``num_thresholds`` thresholds evenly spaced in ``[0, 1]``, the
-    first ``-1e-7`` and the last ``1 + 1e-7``).
+def mean_tensor(values: Any, weights: Any = None, metrics_collections: Any = None,
+                updates_collections: Any = None, name: str | None = None
+                ) -> tuple[Tensor, Tensor]:
+    """The elementwise (weighted) mean of every ``values`` seen, as
+    ``tf.metrics.mean_tensor``: accumulators ``<name>/total_tensor`` and
+    ``<name>/count_tensor`` of the values' shape, the value ``total / count`` elementwise
+    (0 where the count is 0).
 
     Args:
-        labels: Bool (or 0/1) Tensor of the predictions' shape.
-        predictions: Float Tensor of probabilities in ``[0, 1]``.
-        weights: None, or a Tensor broadcastable to the predictions.
-        num_thresholds: Number of thresholds (int > 1).
-        curve: ``"ROC"`` or ``"PR"``.
-        summation_method: ``"trapezoidal"`` (TF1's default), ``"careful_interpolation"``,
-            ``"minoring"`` or ``"majoring"``.
-        thresholds: Explicit thresholds in ``[0, 1]`` (then ``num_thresholds`` is theirs
-            plus 2).
+        values: A numeric Tensor of a fully defined static shape (cast to float32).
+        weights: None, or a Tensor broadcastable to ``values``.
+        name: The variable scope (default ``mean``).
 
     Returns:
-        ``(auc, update_op)``, float32 scalars. The accumulators are
-        ``<name>/true_positives``, ``false_negatives``, ``true_negatives``,
-        ``false_positives`` (``[num_thresholds]`` each).
+        ``(mean, update_op)``: float32 Tensors of the values' shape.
 
     Raises:
-        ValueError: an unknown curve or summation method, or ``num_thresholds < 2``.
-        InvalidArgumentError (at run): a prediction outside ``[0, 1]``.
+        ValueError: values of a shape not fully known (the accumulators need it), or
+            weights that do not broadcast.
     """
-    if curve not in ("ROC", "PR"):
-        raise ValueError(f"curve must be either ROC or PR, {curve} unknown")
-    if summation_method not in _SUMMATIONS:
-        raise ValueError(f"Invalid summation_method: {summation_method}; valid: "
-                         f"{', '.join(_SUMMATIONS)}")
-    kepsilon = 1e-7
-    if thresholds is not None:
-        inner = sorted(float(t) for t in thresholds)
-        num_thresholds = len(inner) + 2
-    else:
-        if int(num_thresholds) < 2:
-            raise ValueError(f"num_thresholds must be > 1; got {num_thresholds}")
-        num_thresholds = int(num_thresholds)
-        inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
-    th = [0.0 - kepsilon] + inner + [1.0 + kepsilon]
-    with _vs.variable_scope(name, default_name="auc"):
-        values, updates = _confusion_matrix_at_thresholds(labels, predictions, th, weights)
-        value = _compute_auc(values["tp"], values["fn"], values["tn"], values["fp"],
-                             num_thresholds, curve, summation_method, "value")
-        with _ops.control_dependencies([updates[k] for k in _INCLUDES]):
-            tp, fn, tn, fp = (_array.identity(values[k]) for k in _INCLUDES)
-            update_op = _compute_auc(tp, fn, tn, fp, num_thresholds, curve,
-                                     summation_method, "update_op")
-    _collect(metrics_collections, value)
-    _collect(updates_collections, update_op)
+    with _vs.variable_scope(name, default_name="mean"):
+        values = _math.cast(values, np.float32)
+        shape = _lib.static_shape(values)
+        if not shape.is_fully_defined():
+            raise ValueError(f"mean_tensor needs values of a fully defined static shape "
+                             f"(its accumulators have that shape); got {shape}")
+        total = metric_variable(shape.as_list(), np.float32, name="total_tensor")
+        count = metric_variable(shape.as_list(), np.float32, name="count_tensor")
+        num_values: Any = _array.ones_like(values)
+        if weights is not None:
+            _, values, weights = remove_squeezable(None, values, weights)
+            weights = broadcast_weights(weights, values)
+            values = _math.multiply(values, weights)
+            num_values = weights
+        update_total = total.assign_add(values)
+        update_count = count.assign_add(num_values)
+        value = div_no_nan(total, _math.maximum(count, np.float32(0)), "value")
+        with _ops.control_dependencies([update_total, update_count]):
+            update_op = div_no_nan(total, _math.maximum(count, np.float32(0)), "update_op")
+    collect(metrics_collections, value)
+    collect(updates_collections, update_op)
     return value, update_op
+
+
+def mean_absolute_error(labels: Any, predictions: Any, weights: Any = None,
+                        metrics_collections: Any = None, updates_collections: Any = None,
+                        name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The (weighted) mean of ``|predictions - labels|``, as
+    ``tf.metrics.mean_absolute_error``: :func:`mean` in the scope
+    ``mean_absolute_error`` (accumulators ``total`` and ``count``).
+
+    Args:
+        labels, predictions: Numeric Tensors of one shape and dtype (a trailing 1 of
+            either is squeezed).
+        weights: None, or a Tensor broadcastable to them.
+
+    Returns:
+        ``(mean_absolute_error, update_op)``, float32 scalars.
+
+    Raises:
+        ValueError: shapes that do not match, or weights that do not broadcast.
+    """
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
+    errs = _math.abs(_math.subtract(predictions, labels))
+    return mean(errs, weights, metrics_collections, updates_collections,
+                name or "mean_absolute_error")
+
+
+def mean_squared_error(labels: Any, predictions: Any, weights: Any = None,
+                       metrics_collections: Any = None, updates_collections: Any = None,
+                       name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The (weighted) mean of ``(labels - predictions)**2``, as
+    ``tf.metrics.mean_squared_error`` (scope ``mean_squared_error``); arguments, returns
+    and errors as :func:`mean_absolute_error`."""
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
+    errs = _math.squared_difference(labels, predictions)
+    return mean(errs, weights, metrics_collections, updates_collections,
+                name or "mean_squared_error")
+
+
+def root_mean_squared_error(labels: Any, predictions: Any, weights: Any = None,
+                            metrics_collections: Any = None,
+                            updates_collections: Any = None, name: str | None = None
+                            ) -> tuple[Tensor, Tensor]:
+    """The square root of :func:`mean_squared_error`, as
+    ``tf.metrics.root_mean_squared_error`` (accumulators
+    ``root_mean_squared_error/total`` and ``count``); arguments, returns and errors as
+    :func:`mean_absolute_error`."""
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
+    mse, update_mse = mean_squared_error(labels, predictions, weights, None, None,
+                                         name or "root_mean_squared_error")
+    rmse, update_rmse = _math.sqrt(mse), _math.sqrt(update_mse)
+    collect(metrics_collections, rmse)
+    collect(updates_collections, update_rmse)
+    return rmse, update_rmse
+
+
+def _relative_kernel(needs: Any, labels: Any, predictions: Any, normalizer: Any) -> Any:
+    lab = np.asarray(labels, np.float64)
+    pred = np.asarray(predictions, np.float64)
+    norm = np.asarray(normalizer, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(norm == 0.0, 0.0, np.abs(lab - pred) / np.where(norm == 0, 1, norm))
+    return rel.astype(np.float32), lambda dy: (None, None, None)
+
+
+def mean_relative_error(labels: Any, predictions: Any, normalizer: Any, weights: Any = None,
+                        metrics_collections: Any = None, updates_collections: Any = None,
+                        name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The (weighted) mean of ``|labels - predictions| / normalizer`` (0 where the
+    normalizer is 0), as ``tf.metrics.mean_relative_error`` (scope
+    ``mean_relative_error``).
+
+    Args:
+        labels, predictions, normalizer: Numeric Tensors of one shape.
+        weights: None, or a Tensor broadcastable to them.
+
+    Returns:
+        ``(mean_relative_error, update_op)``, float32 scalars.
+
+    Raises:
+        ValueError: shapes that do not match, or weights that do not broadcast.
+    """
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
+    normalizer, predictions, _ = remove_squeezable(normalizer, predictions, None)
+    shape = _lib.broadcast_static(_lib.static_shape(labels), _lib.static_shape(predictions))
+    rel = _lib.apply_op("RelativeError", None, [labels, predictions, normalizer],
+                        _relative_kernel, np.float32, shape)
+    return mean(rel, weights, metrics_collections, updates_collections,
+                name or "mean_relative_error")
+
+
+def mean_cosine_distance(labels: Any, predictions: Any, dim: int, weights: Any = None,
+                         metrics_collections: Any = None, updates_collections: Any = None,
+                         name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``1 -`` the (weighted) mean of ``sum(labels * predictions, axis=dim)``, as
+    ``tf.metrics.mean_cosine_distance`` (scope ``mean_cosine_distance``): the cosine
+    distance of unit vectors along ``dim``.
+
+    Args:
+        labels, predictions: Float Tensors of one shape, normalized along ``dim``.
+        dim: The axis of the vectors (int).
+        weights: None, or a Tensor broadcastable to them with dimension ``dim`` of 1.
+
+    Returns:
+        ``(mean_distance, update_op)``, float32 scalars.
+
+    Raises:
+        ValueError: shapes that do not match, or weights that do not broadcast.
+    """
+    labels, predictions, weights = remove_squeezable(labels, predictions, weights)
+    radial = _math.reduce_sum(_math.multiply(predictions, labels), axis=[dim],
+                              keepdims=True)
+    dist, update = mean(radial, weights, None, None, name or "mean_cosine_distance")
+    dist = _math.subtract(np.float32(1.0), dist)
+    update = _math.subtract(np.float32(1.0), update)
+    collect(metrics_collections, dist)
+    collect(updates_collections, update)
+    return dist, update
+
+
+def percentage_below(values: Any, threshold: Any, weights: Any = None,
+                     metrics_collections: Any = None, updates_collections: Any = None,
+                     name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The (weighted) fraction of ``values`` below ``threshold`` (``values < threshold``),
+    as ``tf.metrics.percentage_below`` (scope ``percentage_below_threshold``).
+
+    Args:
+        values: A numeric Tensor of any shape.
+        threshold: A scalar of the values' dtype.
+        weights: None, or a Tensor broadcastable to ``values``.
+
+    Returns:
+        ``(percentage, update_op)``, float32 scalars in ``[0, 1]``.
+    """
+    values = convert_to_tensor(values)
+    below = _math.cast(_math.less(values, np.asarray(threshold, values.dtype)), np.float32)
+    return mean(below, weights, metrics_collections, updates_collections,
+                name or "percentage_below_threshold")
+
+
+__all__ = ["accuracy", "mean", "mean_absolute_error", "mean_cosine_distance",
+           "mean_relative_error", "mean_squared_error", "mean_tensor", "metric_variable",
+           "percentage_below", "root_mean_squared_error"]
+

@@ -226,9 +226,8 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
     (``keep_prob``) and scaled by ``1 / (1 - rate)``, else set to 0, so the expected sum is
     unchanged. As TF's, the mask is ``random_uniform(noise_shape, seed=seed) >= rate``, drawn
     anew at each run (seeded as TF's graph and op seeds, ``psrt.set_random_seed``); the
-    gradient is ``dy`` times the same mask and scale (a training step's loss and update use
-    one mask; a ``psrt.gradients`` tensor fetched beside the output is computed from a
-    mask of its own, as psrt's gradient tensors rerun their forward pass).
+    gradient is ``dy`` times the same mask and scale: a run's fetched output, its loss, its
+    training step's update and its ``psrt.gradients`` tensors all use one mask, as in TF.
 
     Args:
         x: A float Tensor of any shape.
@@ -349,6 +348,9 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True,  # noqa: A002  (TF's name
     Args:
         input: A float or integer Tensor of rank >= 1.
         k: A non-negative int (or an int32 scalar Tensor), at most the last dimension.
+        sorted: Accepted: True (default) or False. With False TF's order of the ``k``
+            entries is unspecified, so psrt's sorted output is one of TF's answers
+            (topk_op_test.py testTop3Unsorted compares them as sets).
         name: The op name (default ``"TopKV2"``).
 
     Returns:

@@ -301,6 +301,8 @@ class _Spec:
         return out + [d.static(batch, is_batch) for d in self.dense]
 
     def wrap(self, outs: list[Tensor]) -> dict[str, Any]:
+        """The parse op's flat outputs as TF's result dict: a SparseTensor per VarLenFeature
+        (indices, values, dense_shape), a Tensor per FixedLenFeature, by feature key."""
         result: dict[str, Any] = {}
         k = 0
         for key, _, _ in self.sparse:

@@ -2,7 +2,9 @@
 what ``minimize`` returns) and an optimizer slot (:class:`SlotVariable`, e.g. Adagrad's
 accumulator, held beside its variable on the same ps task).
 
-The optimizers that build them live in psrt/training/; the session (psrt/runtime/) runs them."""
+The optimizers that build them live in psrt/training/; the session (psrt/runtime/) runs them,
+computing a train op's given gradient tensors with :func:`gradient_tensors` and
+:func:`gradient_value`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from psrt.framework.indexed_slices import IndexedSlices
 from psrt.framework.ops import Operation
+from psrt.framework.tensor import Tensor
 from psrt.ops import variables as _variables
 from psrt.ops.variables import PartitionedVariable, Variable
 
@@ -79,3 +83,29 @@ class _LazyGradient:
     def __init__(self, loss_fn: Any, index: int) -> None:
         self.loss_fn = loss_fn   # a loss function, or a loss Tensor (autodiff)
         self.index = index
+
+
+def gradient_tensors(g: Any) -> list[Tensor]:
+    """The tensors a train op's given gradient (``apply_gradients`` of tensors) is computed
+    from: itself, or an IndexedSlices' ``values`` and ``indices`` (a ``tf.gradients``
+    row-sparse gradient, clipped, say); none for an array or a feed name."""
+    if isinstance(g, Tensor):
+        return [g]
+    if isinstance(g, IndexedSlices):
+        return [c for c in (g.values, g.indices) if isinstance(c, Tensor)]
+    return []
+
+
+def gradient_value(g: Any, var: Any, memo: dict[int, Any]) -> Any:
+    """A given gradient's value for the push, from the run's tensor values ``memo`` (by id):
+    a Tensor's as a C-contiguous array of ``var``'s dtype, an IndexedSlices of tensors as
+    one of arrays (values of ``var``'s dtype; the push checks the indices); anything else
+    as it is."""
+    if isinstance(g, Tensor):
+        return np.asarray(memo[id(g)], dtype=var.dtype, order="C")
+    if isinstance(g, IndexedSlices) and gradient_tensors(g):
+        values, indices = (memo[id(c)] if isinstance(c, Tensor) else c
+                           for c in (g.values, g.indices))
+        return IndexedSlices(np.asarray(values, dtype=var.dtype, order="C"),
+                             np.asarray(indices), tuple(var.shape))
+    return g

@@ -31,10 +31,12 @@ import numpy as np
 
 from psrt.framework import autodiff as _autodiff
 from psrt.framework import errors
+from psrt.framework import feeds as _feeds
 from psrt.framework import tensor as _graph
 from psrt.framework.indexed_slices import IndexedSlices
 from psrt.framework.ops import Graph, Operation
 from psrt.framework.tensor import Tensor
+from psrt.ops import training_ops as _training_ops
 from psrt.ops.training_ops import SlotVariable, TrainOp
 from psrt.ops.variables import PartitionedVariable, Variable
 from psrt.runtime import fetches as _fetches
@@ -165,7 +167,7 @@ class Executor:
     def _feeds(self, feed_dict: dict[Any, Any] | None) -> dict[str, Any]:
         """``feed_dict`` keyed by name; a placeholder's value converted exactly to its dtype
         and checked against its shape, a fed derived tensor's converted exactly to its dtype,
-        as TF's session converts every feed (``_autodiff.exact_feed_array``), before
+        as TF's session converts every feed (``_feeds.exact_feed_array``), before
         anything of the run is sent.
 
         Raises:
@@ -181,12 +183,12 @@ class Executor:
             expand = getattr(k, "_psrt_feed_items", None)
             if expand is not None:  # a SparseTensor: a value for each placeholder of it
                 for p, v in expand(val):
-                    out[p.op.name] = _autodiff.convert_feed(p, v)
+                    out[p.op.name] = _feeds.convert_feed(p, v)
                 continue
             if isinstance(k, Tensor):
                 out[k.op.name] = _convert(k, val)
                 continue
-            name = _autodiff.feed_name(k)
+            name = _feeds.feed_name(k)
             node = nodes.get(name)
             out[name] = val if node is None else _convert(node.outputs[0], val)
         return out
@@ -379,13 +381,16 @@ class Executor:
             # The input ops computed before the lock (a dequeue): not run again.
             known: dict[int, Any] = {k: memo[k] for k in rs.prefix} if rs is not None \
                 and rs.prefix else {}
+            if memo:
+                known.update(_autodiff.run_constants(plan, memo))
             if lookups:
                 known.update(_row_lookups.prepare_rows(self, [plan, pending], var_values,
                                                        feeds, memo))
                 rows = _row_lookups.trainable_rows(plan, var_list)
-            loss, grads = _autodiff.value_and_gradients(plan, op.loss,
-                                                     list(dense) + rows if rows else dense,
-                                                     var_values, feeds, memo, known)
+            # tf.gradients tensors fetched in the run reuse this step's gradient functions.
+            loss, grads = _autodiff.value_and_gradients(
+                plan, op.loss, list(dense) + rows if rows else dense, var_values, feeds, memo,
+                known, keep_tape=pending is not None and bool(pending.backwards))
             if dense is not var_list or rows:
                 grads = _row_lookups.table_gradients(var_list, dense, grads[:len(dense)], rows,
                                                    grads[len(dense):], var_values)
@@ -402,12 +407,11 @@ class Executor:
             # after the push (a fetched gradient tensor keeps the value pushed).
             grads = [_fed_gradient(feeds, g, v) if isinstance(g, str) else g
                      for g, v in zip(op.grads, var_list)]
-            tensors = [g for g in grads if isinstance(g, Tensor)]
+            tensors = [t for g in grads for t in _training_ops.gradient_tensors(g)]
             if tensors:
-                memo = self._forward_many(tensors, feeds, rs.fresh_steps if rs else {},
-                                          rs.memo if rs else {})
-                grads = [np.asarray(memo[id(g)], dtype=v.dtype, order="C")
-                         if isinstance(g, Tensor) else g for g, v in zip(grads, var_list)]
+                memo = self._forward_many(list(dict.fromkeys(tensors)), feeds,
+                                          rs.fresh_steps if rs else {}, rs.memo if rs else {})
+                grads = [_training_ops.gradient_value(g, v, memo) for g, v in zip(grads, var_list)]
             return None, grads
         values = self._values_for(var_list)
         if rs is not None and rs.pending is not None:
@@ -767,9 +771,9 @@ def _convert(t: Tensor, value: Any) -> Any:
     """A fed value of ``t`` converted as TF's session converts feeds: a placeholder's to its
     dtype and shape, a derived tensor's (one of a known dtype) to its dtype."""
     if t.op.type == "Placeholder":
-        return _autodiff.convert_feed(t, value)
+        return _feeds.convert_feed(t, value)
     dt = t.op._dtypes[0] if t.op._single and t.op._dtypes else None
-    return value if dt is None else _autodiff.exact_feed_array(t.op.name, dt, value)
+    return value if dt is None else _feeds.exact_feed_array(t.op.name, dt, value)
 
 
 def _fed_gradient(feeds: dict[str, Any], name: str, var: Any) -> Any:

@@ -19,6 +19,7 @@ from psrt.framework.protos import ConfigProto
 from psrt.framework.server_protos import is_message
 from psrt.runtime import auth as _auth
 from psrt.runtime import memory_limit as _memory_limit
+from psrt.runtime import replica_copier as _replica_copier
 from psrt.runtime import targets as _targets
 
 _logger = logging.getLogger("psrt")
@@ -50,8 +51,10 @@ class Server:
         config: A :class:`psrt.ConfigProto` (TF's ``config``); the server reads its job secret
             (``auth_secret``), ``hello_timeout_secs``, ``idle_timeout_secs``,
             ``max_connections``, ``chunk_bytes``, ``max_inflight_bytes`` and
-            ``stall_timeout_secs``, ``ps_memory_limit_bytes`` (psrt.runtime.memory_limit).
-            Anything else (None, TF's own proto) means the defaults.
+            ``stall_timeout_secs``, ``ps_memory_limit_bytes`` (psrt.runtime.memory_limit),
+            ``ps_replicas`` (or ``PSRT_PS_REPLICAS``: 2 makes a ps task hold the backup of the
+            previous task's shard and copy what it holds back after a restart,
+            docs/replication.md). Anything else (None, TF's own proto) means the defaults.
         start: Start serving at once (default True).
 
     Raises:
@@ -60,7 +63,9 @@ class Server:
             malformed address in the cluster (no port, a port out of range, ...), naming it,
             its job and its index (:class:`ClusterSpec`).
         UnavailableError: the port is already in use (the message says "already in use").
-        ValueError: a bad ``PSRT_PS_MEMORY_LIMIT``, naming it and the valid forms.
+        ValueError: a bad ``PSRT_PS_MEMORY_LIMIT``, naming it and the valid forms; a
+            ``ps_replicas`` / ``PSRT_PS_REPLICAS`` other than 1 or 2, or 2 on a cluster with
+            one ps task.
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
@@ -103,6 +108,13 @@ class Server:
         self._secret = _auth.resolve_secret(self._config.auth_secret)
         self._memory_limit = _memory_limit.resolve_memory_limit(
             self._config.ps_memory_limit_bytes)
+        # ps replication (docs/replication.md): a ps task of a job with 2 copies of each shard
+        # holds its own shard and the backup of the previous task's, and copies them back
+        # after a restart.
+        self._replicated = job_name == "ps" and self._config.ps_replicas > 1
+        if self._replicated:
+            _replica_copier.replica_peers(self._task, cluster.num_tasks("ps"))
+        self._copier: _replica_copier.ReplicaCopier | None = None
         if start:
             self.start()
 
@@ -156,6 +168,8 @@ class Server:
                                       c.max_connections, c.chunk_bytes, c.max_inflight_bytes,
                                       c.stall_timeout_secs,
                                       memory_limit_bytes=self._memory_limit)
+            if self._replicated:
+                self._core.set_replication(True)
             _auth.warn_if_unprotected(self._host, self._core.port, self._secret, self._name())
             if self._port == 0:
                 # Make the cluster (and so sessions of this process) name the bound port.
@@ -174,6 +188,10 @@ class Server:
             # What HELLO compares (wire version 6): a peer given another cluster is refused.
             self._core.set_cluster_jobs(_targets.cluster_jobs(self._cluster))
             _targets.register(self.target, self)
+            if self._replicated:
+                self._copier = _replica_copier.ReplicaCopier(
+                    self._core, self._cluster, self._job, self._task, self._secret)
+                self._copier.start()
             # TF's server logs this line ("Started server with target: grpc://...").
             host = f"[{self._host}]" if ":" in self._host else self._host
             _logger.info("Started server with target: %s (%s, listening on %s:%d)",
@@ -184,6 +202,9 @@ class Server:
         then a started server serves even when the script keeps no reference to it (as TF's,
         until the process ends)."""
         with self._lock:
+            if self._copier is not None:
+                self._copier.stop()
+                self._copier = None
             if self._core is not None:
                 self._core.stop()
             _targets.release(self)

@@ -151,12 +151,12 @@ class Optimizer:
         Returns:
             A list of ``(gradient, variable)`` pairs for :meth:`apply_gradients`; for a loss
             tensor, the gradient of a variable it does not read is None, as TF's. The
-            gradients of a loss tensor are tensors (``tf.gradients``') to clip, summarize or
-            fetch; given back unchanged, the train step computes them in its own backward
-            pass, and changed (``clip_by_global_norm``...), they are computed in the step
-            and pushed. Variables read through embedding lookups, or partitioned ones read
-            whole, get placeholders computed in the step instead (row-sparse, per part),
-            which apply_gradients takes only unchanged.
+            gradients of a loss tensor are ``tf.gradients``' (Tensors, and for variables
+            read through embedding lookups ``IndexedSlices`` of tensors) to clip,
+            summarize or fetch (with the loss, from the same forward pass); given back
+            unchanged, the train step computes them in its own backward pass (row-sparse,
+            per part), and changed (``clip_by_global_norm``...), they are computed in the
+            step and pushed.
 
         Raises:
             TypeError: ``loss`` is neither a Tensor nor callable.
@@ -182,14 +182,10 @@ class Optimizer:
             if not var_list:
                 raise ValueError("No variables to optimize.")
             plain = [v for v in var_list if id(v) in reached]
-            if plan.run_inputs or any(not isinstance(v, Variable) or v._partition is not None
-                                      for v in plain):
-                # Rows of embedding lookups and whole partitioned variables: their gradients
-                # are made in the training step only (row-sparse, per part).
-                return [(_LazyGradient(loss, i) if id(v) in reached else None, v)
-                        for i, v in enumerate(var_list)]
-            # Gradient tensors (tf.gradients') a script can clip, summarize and fetch; given
-            # back unchanged, the train step computes them in its own backward pass.
+            # Gradient tensors (tf.gradients'; IndexedSlices for variables read through
+            # embedding lookups) a script can clip, summarize and fetch; given back
+            # unchanged, the train step computes them in its own backward pass (row-sparse,
+            # per part).
             grads = iter(_gradients_impl.gradients(loss, plain))
             return [(next(grads) if id(v) in reached else None, v) for v in var_list]
         if not callable(loss):
@@ -292,12 +288,12 @@ def _own_backward(live: list[tuple[Any, Any]]) -> Any:
         src = _gradients_impl.source_of(g)
         if src is None:
             return None
-        kernel, index = src
-        if kernel.ys is None or len(kernel.ys) != 1 or kernel.xs[index] is not v:
+        ys, x = src
+        if ys is None or len(ys) != 1 or x is not v:
             return None
         if loss is None:
-            loss = kernel.ys[0]
-        elif kernel.ys[0] is not loss:
+            loss = ys[0]
+        elif ys[0] is not loss:
             return None
     return loss
 
