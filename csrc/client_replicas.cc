@@ -1,8 +1,9 @@
 // Client: its replica groups (replica_set.h). SetReplicas, Run with groups (rounds of
 // planned requests: every live replica written, the primary read, a read passed over sent
 // again), and the adoption of the connections the reconnect thread made: the variables this
-// Client placed on the replica are registered there again, STALE when the ps task kept its
-// incarnation (it missed this Client's updates while unreachable), before it is written.
+// Client placed on the replica are registered there again, always STALE (it missed this
+// Client's updates while unreachable, and a restarted task may have copied before this Client
+// came back), before it is written.
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -88,12 +89,25 @@ void Client::Adopt(double timeout_s) {
       c.op = Op::kRegister;
       c.shard = d.shard;
       c.dtype = specs[i]->spec.dtype;
-      if (stale) c.flags2 = kFlag2Stale;
+      // STALE whether or not the task restarted: the copy a restarted task took may already
+      // be in, taken before this Client came back, and so lack the updates this Client sent
+      // only to the other replica meanwhile; STALE has it copied again (a fresh variable
+      // awaits its copy anyway).
+      c.flags2 = kFlag2Stale;
       c.send[0] = bodies[i].buffer().data();
       c.send_len[0] = bodies[i].buffer().size();
       batch.push_back(&c);
     }
     RunBatch(batch, timeout_s);
+    // A ps task with replication off refuses STALE (no copy would come): registered plainly
+    // there, as a fresh process's variables.
+    batch.clear();
+    for (Call& c : regs) {
+      if (c.status.code() != Code::kFailedPrecondition || !ConnError(d.shard).ok()) continue;
+      c.flags2 = 0;
+      batch.push_back(&c);
+    }
+    if (!batch.empty()) RunBatch(batch, timeout_s);
     std::string refused;
     for (RemoteVar& v : vars_) {
       for (ReplicaVar& r : v.replicas) {

@@ -62,8 +62,9 @@ bool Connection::Reply(const Header& req, const Status& st, int64_t step, uint8_
   if (mark_pending) {
     // Still inside the variable's replication section (Dispatch holds it until the handler
     // returns): a snapshot that sees this request's effect sees its mark too.
-    if (st.ok()) server->repl.Complete(client_id, req.request_id);
+    if (st.ok()) server->repl.Complete(client_id, req.request_id, mark_var);
     mark_pending = false;
+    mark_var = nullptr;
   }
   Header h;
   h.op = req.op;

@@ -28,6 +28,7 @@
 namespace psrt {
 
 struct ServerImpl;
+struct VarReplication;
 
 // Frames up to this size are read into the connection's own buffer, outside the budget: the
 // requests of a training step (pulls, small pushes, step reads) never wait for big pushes.
@@ -77,6 +78,7 @@ struct Connection {
   int task = -1;
   uint64_t client_id = 0;           // its HELLO's client id (version 7; 0: none)
   bool mark_pending = false;        // the request served is SEQUENCED and not a duplicate
+  VarReplication* mark_var = nullptr;  // ... and applies to this variable (its `applied`)
   SyncSession sync;                 // its place in synchronous training
   std::unique_ptr<uint8_t[]> small;  // payloads of at most kSmallPayload bytes
   std::vector<uint8_t> out;         // reply payload that is not a variable's memory

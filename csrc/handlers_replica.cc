@@ -122,12 +122,14 @@ bool ReplicaPrologue(ServerImpl& s, Connection* conn, const Header& h, Variable*
       return ReplyDuplicate(s, conn, h, var);
     }
     conn->mark_pending = true;
+    conn->mark_var = &var->repl;
   }
   return true;
 }
 
 void ReplicaEpilogue(ServerImpl& s, Connection* conn, Variable* var) {
   conn->mark_pending = false;
+  conn->mark_var = nullptr;
   // An ASSIGN of slot 0 or a restoring TABLE_IMPORT initialized it the normal way.
   if (var != nullptr && var->repl.awaiting.load(std::memory_order_acquire) &&
       var->initialized.load(std::memory_order_acquire))
@@ -146,6 +148,8 @@ bool RegisterReplicated(ServerImpl& s, Connection* conn, const Header& h, const 
       // In the exclusive section, so no mutation is half applied when it stops counting.
       ExclusiveSection section(&var->repl);
       var->initialized.store(false, std::memory_order_release);
+      // The copy that ends this must hold what this task applied (replication.h, required).
+      Replication::RequireApplied(&var->repl);
       s.repl.SetAwaiting(var);
     }
     return conn->Reply(h, st, 0, 0, var->id, nullptr, 0, 0, kFlag2Awaiting);
@@ -166,6 +170,7 @@ bool RegisterReplicated(ServerImpl& s, Connection* conn, const Header& h, const 
       return conn->Reply(h, st, 0, f, var->id, nullptr, 0, 0, kFlag2Duplicate);
     }
     conn->mark_pending = (h.flags2 & kFlag2Sequenced) != 0;
+    conn->mark_var = &var->repl;
     if (run_init) s.store.RunInitializer(var, spec.init);
     else st = s.store.Register(spec, init, &var);
     if (st.ok()) s.sync.ModelWritten(&conn->sync);

@@ -167,6 +167,7 @@ bool StreamRegister(ServerImpl& s, Connection* conn, const Header& h) {
                          var->id, nullptr, 0, 0, kFlag2Duplicate);
     }
     conn->mark_pending = (h.flags2 & kFlag2Sequenced) != 0;
+    conn->mark_var = &var->repl;
   }
   // What the spec prefix already holds of the value, then the rest in chunks.
   const size_t have = r.remaining();

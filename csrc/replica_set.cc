@@ -511,9 +511,10 @@ void ReplicaSet::Rejoined(int shard, const Status& st, bool stale, int64_t old_i
     }
   }
   Event("I" + std::string("reconnected to ") + targets_[shard].name + " (" +
-        (stale ? "same incarnation: it missed updates, its variables were registered as stale"
+        (stale ? std::string("same incarnation")
                : "restarted: incarnation " + std::to_string(old_incarnation) + " -> " +
                      std::to_string(incarnation)) +
+        "; it missed this worker's updates, so its variables were registered as stale" +
         "); it holds " + of + " variables again once copied (written, not read, until then)");
   if (!refused.empty())
     Event("W" + targets_[shard].name + " refused a variable this worker registered there "

@@ -32,18 +32,64 @@ Status Replication::SetWaitSeconds(double s) {
 
 // ---- Marks ---------------------------------------------------------------------------------
 
-bool Replication::IsDuplicate(uint64_t client, uint64_t id, const VarReplication& var) const {
-  {
-    std::lock_guard<std::mutex> l(marks_mu_);
-    auto it = marks_.find(client);
-    if (it != marks_.end() && id <= it->second.mark) return true;
+namespace {
+
+// a = max(a, b) per client; both sorted by client id, a stays sorted.
+void MergeMarks(std::vector<Mark>* a, const std::vector<Mark>& b) {
+  std::vector<Mark> out;
+  out.reserve(a->size() + b.size());
+  auto i = a->begin();
+  auto j = b.begin();
+  while (i != a->end() || j != b.end()) {
+    if (j == b.end() || (i != a->end() && i->first < j->first)) {
+      out.push_back(*i++);
+    } else if (i == a->end() || j->first < i->first) {
+      out.push_back(*j++);
+    } else {
+      out.emplace_back(i->first, std::max(i->second, j->second));
+      ++i;
+      ++j;
+    }
   }
-  const auto& im = var.install_marks;
-  auto it = std::lower_bound(im.begin(), im.end(), Mark{client, 0});
-  return it != im.end() && it->first == client && id <= it->second;
+  a->swap(out);
 }
 
-void Replication::Complete(uint64_t client, uint64_t id) {
+// The mark of `client` in sorted `marks`, 0 without one.
+uint64_t MarkOf(const std::vector<Mark>& marks, uint64_t client) {
+  auto it = std::lower_bound(marks.begin(), marks.end(), Mark{client, 0});
+  return it != marks.end() && it->first == client ? it->second : 0;
+}
+
+}  // namespace
+
+bool Replication::IsDuplicate(uint64_t client, uint64_t id, const VarReplication& var) const {
+  // The variable's own marks, not the task's: a client's requests to different variables
+  // may be applied out of id order (written to a connection in another order, or one waiting
+  // for its copy), so a higher id done elsewhere says nothing about this variable.
+  {
+    std::lock_guard<std::mutex> l(var.applied_mu);
+    if (id <= MarkOf(var.applied, client)) return true;
+  }
+  return id <= MarkOf(var.install_marks, client);
+}
+
+
+void Replication::RequireApplied(VarReplication* var) {
+  std::lock_guard<std::mutex> l(var->applied_mu);
+  MergeMarks(&var->required, var->applied);
+}
+
+void Replication::Complete(uint64_t client, uint64_t id, VarReplication* var) {
+  if (var != nullptr) {
+    try {
+      std::lock_guard<std::mutex> l(var->applied_mu);
+      auto it = std::lower_bound(var->applied.begin(), var->applied.end(), Mark{client, 0});
+      if (it != var->applied.end() && it->first == client) it->second = std::max(it->second, id);
+      else var->applied.insert(it, Mark{client, id});
+    } catch (const std::bad_alloc&) {
+      // Not kept: a later STALE copy may then miss this request here (as a dropped client's).
+    }
+  }
   std::lock_guard<std::mutex> l(marks_mu_);
   auto it = marks_.find(client);
   if (it != marks_.end()) {
@@ -198,7 +244,14 @@ Status Replication::Read(Variable* var, uint64_t max_bytes, std::vector<uint8_t>
     return FailedPrecondition("REPLICA_READ of '" + spec.name + "': it holds no value to copy (" +
                               (var->repl.awaiting.load() ? "it awaits a copy itself"
                                                          : "it is uninitialized") + ")");
-  const std::vector<Mark> marks = Marks();
+  // The requests it holds: those this task applied to it, and those of the copy it was
+  // installed from (a task that restarted holds requests it never saw itself).
+  std::vector<Mark> marks;
+  {
+    std::lock_guard<std::mutex> l(var->repl.applied_mu);
+    marks = var->repl.applied;
+  }
+  MergeMarks(&marks, var->repl.install_marks);
   const size_t slots = var->table ? static_cast<size_t>(var->table->num_slots())
                                   : var->slots.size();
   const size_t row_bytes = RowBytes(var);
@@ -447,6 +500,15 @@ Status Replication::Install(Variable* var, const uint8_t* p, size_t n) {
   // 6. Write, in the exclusive section: first what can fail (memory), then the rest.
   {
     ExclusiveSection section(&var->repl);
+    for (const auto& [client, need] : var->repl.required) {
+      const uint64_t have = MarkOf(marks, client);
+      if (have < need)
+        return Unavailable(where + ": the copy holds client " + std::to_string(client) +
+                           "'s requests up to " + std::to_string(have) + ", but this ps task "
+                           "applied up to " + std::to_string(need) + " to it already (the other "
+                           "replica has not applied them yet); nothing was written: read it "
+                           "again");
+    }
     SyncState& st = var->sync;
     if (has_dense && st.dense.size() != var->nbytes && !st.dense.Allocate(var->nbytes))
       return Status(Code::kResourceExhausted,
@@ -478,6 +540,7 @@ Status Replication::Install(Variable* var, const uint8_t* p, size_t n) {
       st.cv.notify_all();
     }
     var->repl.install_marks.swap(marks);
+    var->repl.required.clear();
     var->initialized.store(true, std::memory_order_release);
   }
   EndAwaiting(var);

@@ -2,8 +2,10 @@
 // "Replication"). A shard's variables live on two ps tasks; every worker writes each mutation to
 // both with the same request id, flagged SEQUENCED. This file holds what a ps task keeps for
 // that:
-//  - the marks: per client id, the highest request id of a SEQUENCED request it completed, so
-//    a request seen again is a DUPLICATE (answered, not applied);
+//  - the marks: per variable and client id, the highest request id of a SEQUENCED request it
+//    applied to that variable (VarReplication::applied), so a request seen again is a
+//    DUPLICATE (answered, not applied); the task-wide table (Marks(), Server.marks()) is the
+//    same per client over all variables, kept for inspection;
 //  - per variable (VarReplication, a member of Variable): the replication section, a shared
 //    mutex that every mutation holds shared for its whole application (only while replication
 //    is on: off, no lock is taken) and REPLICA_READ / REPLICA_INSTALL hold exclusive, so a
@@ -56,6 +58,15 @@ struct VarReplication {
   // The marks of the last ReplicaState installed, sorted by client id; read in a section,
   // written only in the exclusive one.
   std::vector<Mark> install_marks;
+  // Per client, the highest SEQUENCED request id applied to this variable here (sorted by
+  // client id; guarded by applied_mu: mutations complete in the shared section).
+  mutable std::mutex applied_mu;
+  std::vector<Mark> applied;
+  // What a copy must hold before it may be installed (sorted by client id; written and read
+  // in the exclusive section): a STALE REGISTER sets it to `applied`, since a request this
+  // task applied may not have reached the other replica yet when it is read, and installing
+  // a copy without it would lose it here. Cleared by an install.
+  std::vector<Mark> required;
 };
 
 // A mutation's hold on a variable's section: shared, or nothing when replication is off.
@@ -119,11 +130,15 @@ class Replication {
   double wait_seconds() const { return wait_s_.load(std::memory_order_relaxed); }
 
   // ---- Marks ---------------------------------------------------------------------------
-  // True when request `id` of `client` is already applied here (id <= mark[client]) or in the
-  // copy `var` holds (id <= var's install mark of client). Requires var's section.
+  // True when request `id` of `client` is already applied to `var` here (id <= var's applied
+  // mark of client) or in the copy it holds (id <= its install mark). Requires var's section.
   bool IsDuplicate(uint64_t client, uint64_t id, const VarReplication& var) const;
-  // mark[client] = max(mark[client], id); the client becomes the most recently used.
-  void Complete(uint64_t client, uint64_t id);
+  // mark[client] = max(mark[client], id); the client becomes the most recently used. With
+  // `var` (the variable the request applied to, in its section) its `applied` mark too.
+  void Complete(uint64_t client, uint64_t id, VarReplication* var = nullptr);
+  // var.required = max(var.required, var.applied) per client: a STALE REGISTER's (in var's
+  // exclusive section).
+  static void RequireApplied(VarReplication* var);
   // Every (client, mark), sorted by client.
   std::vector<Mark> Marks() const;
 
@@ -147,7 +162,9 @@ class Replication {
   // table settings: InvalidArgument naming both otherwise; every count, index and length),
   // then, under var's exclusive section, writes value, slots, optimizer state, synchronous
   // state or table rows and the install marks; var becomes initialized and awaits no more.
-  // A refused record changes nothing. FailedPrecondition when replication is off.
+  // A refused record changes nothing. FailedPrecondition when replication is off;
+  // Unavailable when the copy's marks are below var's `required` ones (the other replica has
+  // not applied yet a request this task did: read it again shortly).
   Status Install(Variable* var, const uint8_t* p, size_t n);
 
  private:

@@ -7,7 +7,8 @@ the same port, workers training a model whose exact final value is known, and a 
     python tests/_replica_task.py reader CONFIG_JSON
 
 The model: ``loss = sum(w0) + sum(w1)`` (+ ``sum(rows)`` of a dynamic embedding table's
-lookup of :data:`IDS` in mode "table"), GradientDescent with learning rate 1, so every
+lookup of :data:`IDS` in mode "table"), GradientDescent with learning rate 1 and
+``use_locking=True`` (Hogwild races would lose updates without any kill), so every
 applied step subtracts exactly 1.0 from every element of w0 and w1 (and, per occurrence of
 its id in :data:`IDS`, from every element of a table row); in mode "sync" SyncReplicasOptimizer
 over both workers, whose step applies the mean, 1.0 again. So after the job
@@ -57,7 +58,10 @@ def build(cluster: Any, mode: str) -> dict[str, Any]:
             loss = loss + tf.reduce_sum(rows)
             out["ids"] = ids
             out["rows"] = rows
-        opt = tf.train.GradientDescentOptimizer(1.0)
+        # use_locking: two workers' Hogwild updates of one variable race on its ps task (a
+        # read-modify-write each), which loses one now and then with or without replication,
+        # as in TF1; serialized, every applied step counts exactly.
+        opt = tf.train.GradientDescentOptimizer(1.0, use_locking=True)
         if mode == "sync":
             opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2,
                                                  total_num_replicas=2)

@@ -88,7 +88,7 @@ def _max_gap(times: list[float], start: float, end: float) -> float:
 def run(tasks: Tasks, mode: str = "async", seconds: float = 20.0,
         interval: tuple[float, float] = (4.0, 7.0), heartbeat_secs: float = 2.0,
         seed: int = 0, step_sleep: float = 0.0, replicas: int = 2,
-        whole_timeout: float = 30.0) -> ChaosResult:
+        whole_timeout: float = 30.0, kills: bool = True) -> ChaosResult:
     """Runs the job for ``seconds`` of chaos (a kill + restart every ``interval`` seconds,
     each after the previous restart is whole again), then lets it end 50 steps later, reads
     the model and returns what happened. Children are the ``tasks``' (reaped by its owner)."""
@@ -123,6 +123,8 @@ def run(tasks: Tasks, mode: str = "async", seconds: float = 20.0,
         time.sleep(pause)
         if any(w.proc.poll() is not None for w in workers):
             break
+        if not kills:
+            continue
         i = rng.randrange(2)
         kill = Kill(task=i, t_kill=time.time())
         ps[i].kill9()

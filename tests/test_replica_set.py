@@ -243,11 +243,13 @@ def test_awaiting_replies_send_reads_to_the_next_replica(fakes):
     client.close()
 
 
-def test_a_replica_reached_again_is_stale_only_with_the_same_incarnation(fakes):
-    """A replica whose connection was lost while its process lived on (same incarnation in
-    the new HELLO) missed updates: its variables are registered again with STALE. One that
-    restarted (a new incarnation) is registered plainly. A whole replica that answers a
-    mutation unlike the primary has diverged: it is dropped and rejoins the same way."""
+def test_a_replica_reached_again_is_always_registered_stale(fakes):
+    """A replica reached again missed this client's updates, whether its connection was lost
+    while its process lived on (same incarnation in the new HELLO) or it restarted (a new
+    one, whose copy may have been taken before this client came back): its variables are
+    registered again with STALE, so a copy comes after this client writes to it again. A
+    whole replica that answers a mutation unlike the primary has diverged: it is dropped and
+    rejoins the same way."""
     client = _core.Client("worker", 0)
     for i, f in enumerate(fakes):
         client.connect(i, f.address, 5.0)
@@ -264,7 +266,8 @@ def test_a_replica_reached_again_is_stale_only_with_the_same_incarnation(fakes):
     fakes[1].drop()
     client.push([v], [g])
     _joined(client, 1)
-    assert fakes[1].requests(fr.REGISTER)[-1]["flags2"] == 0
+    last = fakes[1].requests(fr.REGISTER)[-1]
+    assert last["flags2"] == fr.F2_STALE and last["flags"] == 0
     time.sleep(1.05)
     client.push([v], [g])
     assert client.replica_status() == [(0, "whole"), (1, "whole")]
