@@ -236,3 +236,31 @@ def test_the_handler_ends_a_stuck_process_within_a_second():
             proc.communicate()
     assert status == 143 and sigterm.FORCE_EXIT_SECS <= took < END_WITHIN, (status, took, err)
     assert "SIGTERM received by PID 1" in err and "Traceback" not in err, err
+
+
+def test_forced_exit_removes_an_abandoned_checkpoint_write(tmp_path):
+    """The forced ``os._exit`` skips atexit, so psrt.platform.sigterm runs the checkpoint
+    writer's clean-up first: a write stuck in a thread leaves no temporary file behind."""
+    target = tmp_path / "model.ckpt-1"
+    script = textwrap.dedent(f"""
+        import threading
+        from psrt.checkpoint import atomic_file
+        from psrt.platform import sigterm
+
+        started = threading.Event()
+
+        def stuck(f):
+            f.write(b"x" * 1024)
+            started.set()
+            threading.Event().wait()          # never returns: the write is abandoned
+
+        t = threading.Thread(target=atomic_file._atomic_write, args=({str(target)!r}, stuck),
+                             daemon=True)
+        t.start()
+        started.wait(10)
+        sigterm._forced_exit()
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == sigterm.EXIT_STATUS, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], proc.stderr

@@ -12,7 +12,8 @@ A process that ends while a write is under way (Ctrl-C in the main thread while 
 Supervisor's checkpoint thread saves, the interpreter exiting past daemon threads) removes
 that write's temporary file on its way out (``atexit``), and no new write starts then, so
 a checkpoint directory never keeps ``.model.ckpt-N.psrt-tmp-*`` files of a live or
-cleanly ended process. Only a process killed outright (SIGKILL) leaves one, and the next
+cleanly ended process (nor of one that SIGTERM as PID 1 ends with ``os._exit``:
+psrt.platform.sigterm runs the same clean-up first). Only a process killed outright (SIGKILL) leaves one, and the next
 write into the directory removes it.
 
 OS errors become the ``psrt.errors`` class TF's ``file_io`` raises for the errno.
@@ -34,6 +35,7 @@ import uuid
 
 from psrt.framework import errors
 from psrt.framework import file_io
+from psrt.platform import sigterm as _sigterm
 
 __all__: list[str] = []
 
@@ -66,6 +68,10 @@ def _remove_unfinished_temp_files() -> None:
             _logger.info("Removed %s: the process exited during the write", path)
         except OSError:
             pass
+
+
+# SIGTERM as PID 1 may end the process with os._exit, which runs no atexit handler.
+_sigterm.before_forced_exit(_remove_unfinished_temp_files)
 
 
 def _host_tag() -> str:

@@ -15,7 +15,9 @@ then closes without its hooks' ``end()``, so no final checkpoint is written, and
 checkpoint that was being written is abandoned whole (its temporary file is removed; files
 are renamed into place only once complete). If the process has not ended
 :data:`FORCE_EXIT_SECS` seconds later (a blocking call, a thread that will not stop), it
-ends with ``os._exit(143)``. A ps task's ``Server.join()`` installs its own handler while
+ends with ``os._exit(143)``, after the callbacks given to :func:`before_forced_exit` (the
+checkpoint writer's: an abandoned write's temporary file is removed then too, since
+``os._exit`` runs no ``atexit`` handler). A ps task's ``Server.join()`` installs its own handler while
 it runs and exits with status 0, as before.
 """
 
@@ -25,9 +27,10 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 
-__all__ = ["EXIT_STATUS", "FORCE_EXIT_SECS", "install"]
+__all__ = ["EXIT_STATUS", "FORCE_EXIT_SECS", "before_forced_exit", "install"]
 
 EXIT_STATUS = 128 + signal.SIGTERM
 """143: the exit status after SIGTERM, as a shell reports death by that signal."""
@@ -37,10 +40,28 @@ FORCE_EXIT_SECS = 1.0
 
 _logger = logging.getLogger("psrt")
 
+_forced_exit_callbacks: list[Callable[[], None]] = []
+
+
+def before_forced_exit(callback: Callable[[], None]) -> None:
+    """Has ``callback()`` run (in the timer's thread) just before the forced ``os._exit``,
+    which skips ``atexit``: for clean-ups that must not be lost (an exception it raises is
+    logged and the next one runs)."""
+    _forced_exit_callbacks.append(callback)
+
+
+def _forced_exit() -> None:
+    for callback in list(_forced_exit_callbacks):
+        try:
+            callback()
+        except Exception:  # noqa: BLE001 -- the process must still end
+            _logger.exception("clean-up before the forced exit failed")
+    os._exit(EXIT_STATUS)
+
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """Logs, arms the forced exit and raises ``SystemExit(143)`` in the main thread."""
-    timer = threading.Timer(FORCE_EXIT_SECS, os._exit, (EXIT_STATUS,))
+    timer = threading.Timer(FORCE_EXIT_SECS, _forced_exit)
     timer.daemon = True
     timer.start()
     _logger.info("SIGTERM received by PID 1 (no init process runs in this container); "
