@@ -18,6 +18,7 @@ namespace psrt {
 
 void Replication::SetEnabled(bool on, VariableStore* store) {
   enabled_.store(on, std::memory_order_relaxed);
+  if (store != nullptr) store->SetSyncCatchUp(on ? kSyncCatchUpSeconds : 0.0);
   if (!on && store != nullptr)
     for (Variable* v : store->All()) EndAwaiting(v);
 }

@@ -118,6 +118,9 @@ class Replication {
   // The ReplicaState record's format: the wire version that defined it.
   static constexpr uint16_t kStateFormat = 7;
   static constexpr uint32_t kStateTag = 0x53525350;  // "PSRS" as little-endian bytes
+  // How long a tagged request ahead of a replica's step waits for it (VariableStore::
+  // SetSyncCatchUp), seconds.
+  static constexpr double kSyncCatchUpSeconds = 1.0;
 
   // Off by default: no section is taken, no variable awaits. Turned on before serving (a
   // mutation already under way when it turns on holds no section). Turning it off ends every

@@ -185,6 +185,12 @@ class VariableStore {
   // replicas_to_aggregate-th count sets value = tag + 1; tag > value is Aborted (the step was
   // restored under the worker).
   Status SyncStepIncrement(Variable* var, int64_t tag, SyncResult* out);
+  // With ps replication on, a tagged PUSH or STEP_INCREMENT whose tag is ahead of the step
+  // here first waits up to this many seconds (0: not at all) for the step to get there:
+  // the worker read its step from another replica, and this one may still be applying the
+  // other workers' requests of the step before (on their own connections). Only then is the
+  // tag ahead for real (the rules above). Set by Replication::SetEnabled.
+  void SetSyncCatchUp(double seconds) { sync_catch_up_s_.store(seconds); }
   // Waits until the variable's step (global step: value) >= need, at most wait_s seconds, or
   // until abort() is true (polled at least every 50 ms).
   Status SyncWait(Variable* var, int64_t need, double wait_s, const std::function<bool()>& abort,
@@ -226,6 +232,11 @@ class VariableStore {
   size_t size() const { return count_.load(std::memory_order_acquire); }
 
  private:
+  // Waits (l held on st->mu, released while waiting) up to sync_catch_up_s_ for step() to
+  // reach tag.
+  template <typename Step>
+  void CatchUp(SyncState* st, std::unique_lock<std::mutex>& l, int64_t tag, Step step) const;
+  std::atomic<double> sync_catch_up_s_{0.0};
   // Allocates and publishes a new variable; requires registry_mu_. ResourceExhausted naming
   // the variable and the bytes asked for when memory runs out, and then nothing is registered.
   Status CreateLocked(const VarSpec& spec, Variable** out);

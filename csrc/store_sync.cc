@@ -93,6 +93,14 @@ Status VariableStore::SyncCheckStep(const Variable* var) const {
   return Status::Ok();
 }
 
+template <typename Step>
+void VariableStore::CatchUp(SyncState* st, std::unique_lock<std::mutex>& l, int64_t tag,
+                            Step step) const {
+  const double s = sync_catch_up_s_.load(std::memory_order_relaxed);
+  if (s <= 0.0 || tag <= step()) return;
+  st->cv.wait_for(l, std::chrono::duration<double>(s), [&] { return step() >= tag; });
+}
+
 Status VariableStore::SyncPush(Variable* var, int64_t tag, bool sparse, const void* grad,
                                const int64_t* indices, size_t n, const void* rows, double lr,
                                bool has_lr, SyncResult* out) {
@@ -114,7 +122,8 @@ Status VariableStore::SyncPush(Variable* var, int64_t tag, bool sparse, const vo
   }
   const size_t row_bytes = width * dsize;
   SyncState& st = var->sync;
-  std::lock_guard<std::mutex> l(st.mu);
+  std::unique_lock<std::mutex> l(st.mu);
+  CatchUp(&st, l, tag, [&] { return st.step; });
   if (tag < st.step) {
     out->accepted = false;
     out->step = st.step;
@@ -233,7 +242,8 @@ Status VariableStore::SyncStepIncrement(Variable* var, int64_t tag, SyncResult* 
                            "' is out of range");
   auto* value = reinterpret_cast<int64_t*>(var->value.data());
   SyncState& st = var->sync;
-  std::lock_guard<std::mutex> l(st.mu);
+  std::unique_lock<std::mutex> l(st.mu);
+  CatchUp(&st, l, tag, [&] { return __atomic_load_n(value, __ATOMIC_SEQ_CST); });
   int64_t cur = __atomic_load_n(value, __ATOMIC_SEQ_CST);
   if (tag > cur)
     return Status(Code::kAborted,
