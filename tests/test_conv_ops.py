@@ -844,3 +844,40 @@ def test_the_kernel_stub_lists_the_compiled_functions():
     for name, params in funcs.items():
         sig = inspect.signature(getattr(_conv_kernels, name))
         assert list(sig.parameters) == params, name
+
+
+def test_conv2d_passes_split_over_threads_agree_with_one_thread():
+    """psrt/ops/conv_threads.py: with intra-op threads, a conv2d pass runs its chunks of
+    images in parts at once (BLAS single-threaded meanwhile, restored after); the forward
+    and the input gradient are the same numbers (each chunk writes its own images), the
+    filter gradient the same sum in another order."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from psrt.ops import conv_ops, conv_threads
+
+    if not conv_ops._blas_threads():
+        pytest.skip("no BLAS threadpoolctl can drive")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((40, 14, 14, 16)).astype(np.float32)
+    w = rng.standard_normal((5, 5, 16, 32)).astype(np.float32)
+    dy = rng.standard_normal((40, 14, 14, 32)).astype(np.float32)
+    g = conv_ops._Geometry("Conv2D", (14, 14), (5, 5), (1, 1), (1, 1), "SAME", None)
+    wm = w.reshape(-1, 32)
+    assert len(list(g.chunks(40, wm.shape[0], conv_ops._CHUNK_ELEMENTS))) >= 4
+    with threadpool_limits(1, user_api="blas"):
+        one = (conv_ops._conv_forward(x, wm, g), conv_ops._conv_filter_grad(x, dy, g),
+               conv_ops._conv_input_grad(dy, wm, g, x.shape))
+        try:
+            conv_threads.set_intra_op_threads(3)
+            split = (conv_ops._conv_forward(x, wm, g), conv_ops._conv_filter_grad(x, dy, g),
+                     conv_ops._conv_input_grad(dy, wm, g, x.shape))
+        finally:
+            conv_threads.set_intra_op_threads(0)
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(n == 1 for n in blas)   # set back to what it was
+    np.testing.assert_array_equal(split[0], one[0])
+    np.testing.assert_allclose(split[1], one[1], rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(split[2], one[2])
+    assert conv_threads.split(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads must be >= 0"):
+        tf.ConfigProto(intra_op_parallelism_threads=-1)

@@ -101,7 +101,7 @@ class GPUOptions(_Message):
 # each is an attribute a script may read or set (``config.allow_soft_placement = True``);
 # ``gpu_options`` is a GPUOptions (``config.gpu_options.allow_growth = True``).
 _TF_IGNORED_FIELDS: dict[str, Any] = {
-    "device_count": dict, "intra_op_parallelism_threads": 0,
+    "device_count": dict,
     "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
     "session_inter_op_thread_pool": list, "placement_period": 0, "device_filters": list,
     "gpu_options": GPUOptions, "allow_soft_placement": False, "log_device_placement": False,
@@ -176,6 +176,11 @@ class ConfigProto:
             anything is allocated. None (default): ``PSRT_PS_MEMORY_LIMIT`` (bytes, or with a
             K/M/G/T suffix), else the cgroup's or the machine's memory minus a margin
             (psrt.runtime.memory_limit); 0: no limit.
+        intra_op_parallelism_threads: As TF's: the threads one op may use. psrt's conv2d
+            passes (forward, filter and input gradients) split their chunks of images over
+            that many threads, with single-threaded GEMMs meanwhile
+            (psrt/ops/conv_threads.py). 0 (default): the BLAS's thread count decides.
+            Set by the session for the whole process (the last session's value holds).
         device_filters, allow_soft_placement, log_device_placement, gpu_options, ...: TF's
             other fields (config.proto), accepted and ignored, for TF compatibility; each is
             an attribute with TF's default (``gpu_options`` a :class:`GPUOptions`, so
@@ -183,7 +188,8 @@ class ConfigProto:
 
     Raises:
         ValueError: ``sync_timeout_secs`` is not > 0, a timeout or limit is negative, or
-            ``ps_replicas`` (or ``PSRT_PS_REPLICAS``) is not 1 or 2.
+            ``ps_replicas`` (or ``PSRT_PS_REPLICAS``) is not 1 or 2;
+            ``intra_op_parallelism_threads`` is negative.
     """
 
     def __init__(self, operation_timeout_in_ms: int = 0, connect_timeout_secs: float = 300.0,
@@ -193,8 +199,13 @@ class ConfigProto:
                  max_connections: int = 1024, max_inflight_bytes: int = 256 << 20,
                  chunk_bytes: int = 512 << 10, stall_timeout_secs: float = 60.0,
                  atomic_pushes: bool = False, ps_memory_limit_bytes: int | None = None,
-                 ps_replicas: int | None = None, **ignored: Any) -> None:
+                 ps_replicas: int | None = None, intra_op_parallelism_threads: int = 0,
+                 **ignored: Any) -> None:
         self.operation_timeout_in_ms = int(operation_timeout_in_ms)
+        if not int(intra_op_parallelism_threads) >= 0:
+            raise ValueError(f"intra_op_parallelism_threads must be >= 0 (0: the BLAS's thread "
+                             f"count decides); got {intra_op_parallelism_threads!r}")
+        self.intra_op_parallelism_threads = int(intra_op_parallelism_threads)
         self.cluster_def = cluster_def
         self.connect_timeout_secs = float(connect_timeout_secs)
         for name, value in (("heartbeat_timeout_secs", heartbeat_timeout_secs),

@@ -36,6 +36,7 @@ from psrt.framework import op_def_library as _lib
 from psrt.framework.constant_op import constant
 from psrt.framework.tensor import Tensor
 from psrt.ops import _conv_kernels as _k
+from psrt.ops import conv_threads as _threads
 from psrt.ops.array_ops import expand_dims as _expand_dims
 from psrt.ops.array_ops import squeeze as _squeeze
 from psrt.ops.array_ops import stack
@@ -75,6 +76,20 @@ def _blas_threads() -> int:
 def _chunk_elements() -> int:
     """The im2col chunk size (elements of the patch matrix) for the BLAS's thread count."""
     return _CHUNK_ELEMENTS if _blas_threads() == 1 else _BIG_CHUNK_ELEMENTS
+
+
+def _run_pass(work: Any, g: "_Geometry", n: int, k: int) -> list[Any]:
+    """``work(chunks)`` over the (first image, count) chunks of a conv2d pass of ``n``
+    images and ``k`` patch columns: with T > 1 threads (ConfigProto's
+    intra_op_parallelism_threads, else the BLAS's count), in T parts at once, each
+    with single-threaded GEMMs on 1 MB chunks (psrt/ops/conv_threads.py); else in one part.
+    Returns each part's result, in order."""
+    blas_threads = _blas_threads()
+    t = _threads.pass_threads(blas_threads)
+    if t > 1 and _blas and _blas[0]:
+        return _threads.run_parts(work, list(g.chunks(n, k, _CHUNK_ELEMENTS)), t, _blas[0],
+                                  blas_threads)
+    return [work(list(g.chunks(n, k)))]
 
 
 # conv2d keeps its forward's patches for the filter gradient below this many input
@@ -283,16 +298,19 @@ def _conv_forward(x: np.ndarray, wm: np.ndarray, g: _Geometry,
     n = x.shape[0]
     y = np.empty((n, g.oh, g.ow, wm.shape[1]), x.dtype)
     y2 = y.reshape(-1, wm.shape[1])
-    buf = None
-    for n0, nb in g.chunks(n, wm.shape[0]):
-        r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        if whole is not None:
-            cols = whole[r0:r1]
-            _k.im2col(x, cols, n0, *g.args())
-        else:
-            cols = _patches(x, g, n0, nb, buf)
-            buf = cols if not g.pointwise() else None
-        np.matmul(cols, wm, out=y2[r0:r1])
+
+    def work(chunks: list[tuple[int, int]]) -> None:
+        buf = None
+        for n0, nb in chunks:
+            r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+            if whole is not None:
+                cols = whole[r0:r1]
+                _k.im2col(x, cols, n0, *g.args())
+            else:
+                cols = _patches(x, g, n0, nb, buf)
+                buf = cols if not g.pointwise() else None
+            np.matmul(cols, wm, out=y2[r0:r1])
+    _run_pass(work, g, n, wm.shape[0])
     return y
 
 
@@ -320,22 +338,29 @@ def _conv_filter_grad(x: np.ndarray, dy: np.ndarray, g: _Geometry,
     forward's), else rebuilt chunk by chunk."""
     o = dy.shape[3]
     k = g.kh * g.kw * x.shape[3]
-    dw = np.zeros((k, o), x.dtype)
-    part = np.empty((k, o), x.dtype)
     dy2 = dy.reshape(-1, o)
-    buf = None
-    for n0, nb in g.chunks(x.shape[0], k):
-        r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        if whole is not None:
-            cols = whole[r0:r1]
-        else:
-            cols = _patches(x, g, n0, nb, buf)
-            buf = cols if not g.pointwise() else None
-        if n0 == 0:
-            np.matmul(cols.T, dy2[r0:r1], out=dw)
-        else:
-            np.matmul(cols.T, dy2[r0:r1], out=part)
-            dw += part
+
+    def work(chunks: list[tuple[int, int]]) -> np.ndarray:
+        dw = np.zeros((k, o), x.dtype)
+        part = np.empty((k, o), x.dtype)
+        buf = None
+        for i, (n0, nb) in enumerate(chunks):
+            r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+            if whole is not None:
+                cols = whole[r0:r1]
+            else:
+                cols = _patches(x, g, n0, nb, buf)
+                buf = cols if not g.pointwise() else None
+            if i == 0:
+                np.matmul(cols.T, dy2[r0:r1], out=dw)
+            else:
+                np.matmul(cols.T, dy2[r0:r1], out=part)
+                dw += part
+        return dw
+    parts = _run_pass(work, g, x.shape[0], k)
+    dw = parts[0]
+    for p in parts[1:]:
+        dw += p
     return dw
 
 
@@ -347,14 +372,18 @@ def _conv_input_grad(dy: np.ndarray, wm: np.ndarray, g: _Geometry,
     if g.pointwise():
         return (dy2 @ wm.T).reshape(x_shape)
     dx = np.zeros(x_shape, dy.dtype)
-    buf = None
-    for n0, nb in g.chunks(x_shape[0], wm.shape[0]):
-        r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
-        if buf is None or buf.shape[0] < r1 - r0:
-            buf = np.empty((r1 - r0, wm.shape[0]), dy.dtype)
-        dcols = buf[:r1 - r0]
-        np.matmul(dy2[r0:r1], wm.T, out=dcols)
-        _k.col2im(dcols, dx, n0, *g.args())
+
+    def work(chunks: list[tuple[int, int]]) -> None:
+        # each chunk scatters into its own images' rows of dx only
+        buf = None
+        for n0, nb in chunks:
+            r0, r1 = n0 * g.oh * g.ow, (n0 + nb) * g.oh * g.ow
+            if buf is None or buf.shape[0] < r1 - r0:
+                buf = np.empty((r1 - r0, wm.shape[0]), dy.dtype)
+            dcols = buf[:r1 - r0]
+            np.matmul(dy2[r0:r1], wm.T, out=dcols)
+            _k.col2im(dcols, dx, n0, *g.args())
+    _run_pass(work, g, x_shape[0], wm.shape[0])
     return dx
 
 

@@ -23,6 +23,7 @@ from psrt.framework import errors
 from psrt.framework.device import DeviceSpec
 from psrt.framework.ops import Graph, get_default_graph
 from psrt.framework.protos import ConfigProto
+from psrt.ops import conv_threads as _conv_threads
 from psrt.ops import dynamic_embedding as _de
 from psrt.ops.variables import PartitionedVariable, Variable
 from psrt.platform import progress as _progress
@@ -93,6 +94,9 @@ class Session:
         _malloc.fix_thresholds()
         self._graph = graph or get_default_graph()
         self._config = config or ConfigProto()
+        # TF's intra-op threads: how many threads a conv2d pass splits over (process-wide).
+        if getattr(self._config, "intra_op_parallelism_threads", 0):
+            _conv_threads.set_intra_op_threads(self._config.intra_op_parallelism_threads)
         self._target = target
         self._closed = False
         self._lock = threading.RLock()
