@@ -180,7 +180,7 @@ class ConfigProto:
             passes (forward, filter and input gradients) split their chunks of images over
             that many threads, with single-threaded GEMMs meanwhile
             (psrt/ops/conv_threads.py). 0 (default): the BLAS's thread count decides.
-            Set by the session for the whole process (the last session's value holds).
+            A session with a value > 0 sets it for the whole process (the last such one wins).
         device_filters, allow_soft_placement, log_device_placement, gpu_options, ...: TF's
             other fields (config.proto), accepted and ignored, for TF compatibility; each is
             an attribute with TF's default (``gpu_options`` a :class:`GPUOptions`, so
